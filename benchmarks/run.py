@@ -1,0 +1,278 @@
+"""Backward-traversal benchmarks: lucid, the NumPy floor and PyTorch (when importable), side by side.
+
+    python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
+
+Workloads are those of shared BENCHMARKS.md (W1-W6), one module each, listed in REGISTRY below:
+adding a workload is one new file plus one line here.  Every library runs with one intra-op
+thread (the thread variables are set here before numpy is imported; torch.set_num_threads(1)).
+
+The workloads run in a child process (this script with --_worker) that writes one JSON record per
+finished measurement, so that a crash or a hang in lucid costs only the cell it happened in: the
+child is restarted on the remaining workloads.  Peak memory (W5) is measured in a fresh process per
+library.  Exit status: 0; 1 if any gradient was WRONG; 3 if lucid raised or crashed in a workload
+("n/a", a missing feature such as lucid.autograd.Function, is not a failure).
+"""
+import os
+import sys
+
+# One intra-op thread for every library: before anything imports numpy.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+    os.environ[_var] = "1"
+
+# Make the `benchmarks` package importable when run as a script from anywhere.  Appended, not
+# prepended, so that an installed lucid is not shadowed by the source tree.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+import argparse        # noqa: E402
+import importlib       # noqa: E402
+import json            # noqa: E402
+import subprocess      # noqa: E402
+import tempfile        # noqa: E402
+import time            # noqa: E402
+
+from benchmarks import _harness as h  # noqa: E402
+
+REGISTRY = [
+    "w1_deep_chain",
+    "w2_wide_fanout",
+    "w3_mlp_step",
+    "w4_custom_function",
+    "w5_large_elementwise",
+    "w6_backward_replay",
+]
+
+# A workload whose child makes no progress for this long is killed (its open cells: "error").
+WORKLOAD_TIMEOUT = {"quick": 90.0, "full": 600.0}
+MEMORY_TIMEOUT = 300.0
+
+
+def load_workloads(only=None):
+    mods = [importlib.import_module("benchmarks." + name) for name in REGISTRY]
+    if only:
+        wanted = [w.strip().upper() for w in only.split(",") if w.strip()]
+        known = {m.ID.upper(): m for m in mods}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            raise SystemExit(f"unknown workload(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(m.ID for m in mods)}")
+        mods = [m for m in mods if m.ID.upper() in wanted]
+    return mods
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/run.py",
+        description="lucid backward-traversal benchmarks (BENCHMARKS.md W1-W6): lucid, the "
+                    "NumPy floor and PyTorch (if importable), one thread each.")
+    p.add_argument("--quick", action="store_true",
+                   help="few repetitions (whole run well under a minute); the graphs are the same")
+    p.add_argument("--only", metavar="W1,W4", help="comma-separated workload ids")
+    p.add_argument("--json", metavar="PATH", help="write the results and environment as JSON")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ratios "
+                                                  "(needs matplotlib)")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
+    p.add_argument("--in-process", action="store_true",
+                   help="measure in this process (no crash isolation; for debugging/profiling)")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    # internal: child processes
+    p.add_argument("--_worker", help=argparse.SUPPRESS)
+    p.add_argument("--_out", help=argparse.SUPPRESS)
+    p.add_argument("--_memory", help=argparse.SUPPRESS)
+    p.add_argument("--_lib", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# --------------------------------------------------------------------------------------------
+def read_records(path):
+    recs = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        recs.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        pass            # a line cut by a crash
+    except FileNotFoundError:
+        pass
+    return recs
+
+
+def run_workers(mods, quick):
+    """Run the workloads in child processes; returns the list of records.
+
+    When the child dies (crash, or no progress within the timeout), the cell it was in gets an
+    error; if that was lucid, the same workload is rerun without lucid so that the floor and
+    PyTorch still get their figures; then the remaining workloads go on in a new child.
+    """
+    records = []
+    pending = [(i, m, "") for i, m in enumerate(mods, 1)]
+    timeout = WORKLOAD_TIMEOUT["quick" if quick else "full"]
+    while pending:
+        fd, out_path = tempfile.mkstemp(prefix="lucid-bench-", suffix=".jsonl")
+        os.close(fd)
+        items = ",".join(f"{i}:{m.ID}" + (f":-{skip}" if skip else "") for i, m, skip in pending)
+        cmd = [sys.executable, os.path.abspath(__file__), "--_worker", items, "--_out", out_path,
+               f"--_lib={len(mods)}"]
+        if quick:
+            cmd.append("--quick")
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        last_len, last_change, killed = 0, time.monotonic(), False
+        while proc.poll() is None:
+            time.sleep(0.25)
+            size = os.path.getsize(out_path)
+            if size != last_len:
+                last_len, last_change = size, time.monotonic()
+            elif time.monotonic() - last_change > timeout:
+                proc.kill()
+                proc.wait()
+                killed = True
+        recs = read_records(out_path)
+        os.unlink(out_path)
+        records.extend(r for r in recs if r["type"] != "at")
+        finished = {r["workload"] for r in recs if r["type"] == "end"}
+        started = [r["workload"] for r in recs if r["type"] == "start"]
+        if proc.returncode == 0 and not killed:
+            break
+        # the child died: blame the cell it was in
+        why = (f"no progress for {timeout:.0f} s, killed" if killed
+               else f"benchmark process died: {h.describe_exit(proc.returncode)}")
+        broken = next((w for w in started if w not in finished), None)
+        if broken is None:       # died before starting a workload (e.g. at import)
+            broken = pending[0][1].ID
+        at = [r for r in recs if r["type"] == "at" and r["workload"] == broken]
+        culprit, phase = (at[-1]["lib"], at[-1]["phase"]) if at else ("lucid", "import")
+        h.progress(f"!! {broken}: {why} while running {culprit} ({phase})")
+        records.append({"type": "result", "workload": broken, "lib": culprit, "status": "error",
+                        "message": f"{why} during {phase}"})
+        entry = next(p for p in pending if p[1].ID == broken)
+        rest = [p for p in pending if p[1].ID not in finished and p[1].ID != broken]
+        skip = set(filter(None, entry[2].split("+"))) | {culprit}
+        done_libs = {r["lib"] for r in recs if r["type"] == "result" and r["workload"] == broken}
+        if culprit == "lucid" and set(h.LIBS) - skip - done_libs:
+            # rerun the floor and torch alone (their partial records, if any, are superseded)
+            records[:] = [r for r in records if not (r["type"] == "result" and
+                          r["workload"] == broken and r["lib"] not in skip)]
+            rest.insert(0, (entry[0], entry[1], "+".join(sorted(skip))))
+        else:
+            for lib in h.LIBS:
+                if lib not in done_libs and lib not in skip:
+                    records.append({"type": "result", "workload": broken, "lib": lib,
+                                    "status": "not run",
+                                    "message": f"{why} while running {culprit} ({phase})"})
+        pending = rest
+    return records
+
+
+def assemble(mods, records, args, env):
+    wls = []
+    for m in mods:
+        results = {}
+        for r in records:
+            if r["type"] == "result" and r["workload"] == m.ID:
+                results.setdefault(r["lib"], r)
+        target = getattr(m, "TARGET", None)
+        wls.append({
+            "id": m.ID, "name": m.NAME, "description": m.DESCRIPTION,
+            "metric": getattr(m, "METRIC", "fwd+bwd"),
+            "nodes": getattr(m, "NODES", None), "node_unit": getattr(m, "NODE_UNIT", None),
+            "target": {"peer": target[0], "max": target[1]} if target else None,
+            "results": {lib: results.get(lib) for lib in h.LIBS},
+        })
+    policy = h.QUICK if args.quick else h.FULL
+    return {
+        "schema": "lucid-benchmarks/1",
+        "command": [os.path.basename(sys.executable)] + sys.argv,
+        "config": {"quick": args.quick, "seed": h.SEED, "policy": policy,
+                   "timing": "perf_counter_ns around forward and around backward; leaves and "
+                             "gradient reset outside; repetitions round-robin across libraries "
+                             "after warm-up; gc enabled",
+                   "memory_method": h.MEMORY_METHOD},
+        "env": env,
+        "workloads": wls,
+    }
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args._memory:
+        mod = load_workloads(args._memory)[0]
+        h.memory_main(mod, args._lib, args.quick)
+        return 0
+    if args._worker:
+        count = int(args._lib)
+        items = []
+        for part in args._worker.split(","):
+            i, wid, *skip = part.split(":")
+            skip = set(skip[0].lstrip("-").split("+")) if skip else set()
+            items.append((int(i), count, load_workloads(wid)[0], skip))
+        h.worker_main(items, args.quick, args._out)
+        return 0
+
+    mods = load_workloads(args.only)
+    if args.list:
+        for m in mods:
+            print(f"{m.ID}  {m.NAME:20s} {m.DESCRIPTION}")
+        return 0
+    t0 = time.perf_counter()
+    h.progress(f"lucid benchmarks: {', '.join(m.ID for m in mods)} "
+               f"({'quick' if args.quick else 'full'} mode); progress on stderr, table on stdout")
+    if args.in_process:
+        fd, out_path = tempfile.mkstemp(prefix="lucid-bench-", suffix=".jsonl")
+        os.close(fd)
+        h.worker_main([(i, len(mods), m, set()) for i, m in enumerate(mods, 1)], args.quick,
+                      out_path)
+        records = read_records(out_path)
+        os.unlink(out_path)
+    else:
+        records = run_workers(mods, args.quick)
+    envs = [r["env"] for r in records if r["type"] == "env"]
+    env = envs[0] if envs else h.env_info({})
+    report = assemble(mods, records, args, env)
+
+    if not args.no_memory:
+        for w, m in zip(report["workloads"], mods):
+            if not getattr(m, "MEMORY", False):
+                continue
+            h.progress(f"{m.ID} peak memory: one fresh process per library ...")
+            mem = {lib: h.measure_memory(os.path.abspath(__file__), m.ID, lib, args.quick,
+                                         MEMORY_TIMEOUT) for lib in h.LIBS}
+            w["memory"] = mem
+            h.progress(f"{m.ID} peak memory: " + ", ".join(
+                f"{lib} {h.fmt_bytes(v['peak_bytes']) if v.get('status') == 'ok' else v.get('status')}"
+                for lib, v in mem.items()))
+
+    for w in report["workloads"]:
+        h.derive(w)
+    wrong = [(w["id"], lib) for w in report["workloads"] for lib, r in w["results"].items()
+             if r and r.get("status") == "WRONG"]
+    lucid_errors = [w["id"] for w in report["workloads"]
+                    if (w["results"].get("lucid") or {}).get("status") == "error"]
+    report["summary"] = {"wrong": [f"{a} {b}" for a, b in wrong], "lucid_errors": lucid_errors,
+                         "elapsed_s": round(time.perf_counter() - t0, 1)}
+
+    print(h.format_report(report))
+    sys.stdout.flush()
+    if args.json:
+        h.write_json(report, args.json)
+        h.progress(f"wrote {args.json}")
+    if args.plot:
+        note = h.write_plot(report, args.plot)
+        h.progress(note if note else f"wrote {args.plot}")
+    h.progress(f"done in {time.perf_counter() - t0:.1f} s")
+    if wrong:
+        h.progress("!" * 78 + "\n!! WRONG GRADIENTS: " + ", ".join(f"{a} {b}" for a, b in wrong)
+                   + "\n" + "!" * 78)
+        return 1
+    if lucid_errors:
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""lucid: a small, very fast autograd core over NumPy."""
+import os as _os
+
+from . import _core
+from ._core import (
+    Tensor, Storage, add, sub, mul, div, pow, neg, matmul, exp, log, tanh, relu, sum, mean,
+    reshape, transpose, clone,
+)
+from ._creation import (
+    tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
+    manual_seed, randn, rand,
+)
+from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from . import autograd
+
+float32 = _core.float32
+float64 = _core.float64
+int32 = _core.int32
+int64 = _core.int64
+bool = _core.bool_
+
+__version__ = "0.1.0"
+
+
+def get_include():
+    """The folder holding the `lucid` package, for a native extension's include path."""
+    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))

@@ -1,0 +1,122 @@
+# lucid/_core.pxd -- the C-level API of lucid's compiled core.
+#
+# This file is the index of the core and the front door for native custom ops: a separate Cython
+# package can `from lucid._core cimport Tensor, Node, ...` (put `lucid.get_include()` on its
+# include path). The C layout of these classes is an ABI: fields are only ever appended by
+# subclasses, never inserted here.
+
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t, uint64_t
+
+cimport numpy as cnp
+
+
+# ------------------------------------------------------------------------------------------------
+# Grad mode (a C thread-local; one copy, in _core)
+# ------------------------------------------------------------------------------------------------
+cdef bint grad_enabled() noexcept nogil        # is recording on in this thread?
+cdef bint set_grad_enabled_c(bint on) noexcept nogil   # set it; returns the previous value
+
+
+# ------------------------------------------------------------------------------------------------
+# Storage: the version counter (and memory owner) shared by every tensor viewing the same memory
+# ------------------------------------------------------------------------------------------------
+cdef class Storage:
+    cdef readonly int64_t version               # bumped by every in-place change of the memory
+    cdef readonly object base                   # the ndarray that owns the memory
+
+
+# ------------------------------------------------------------------------------------------------
+# Tensor
+# ------------------------------------------------------------------------------------------------
+cdef class Tensor:
+    cdef object data                            # the values (always an ndarray, 0-d included)
+    cdef Storage _storage                       # version counter; made on first need (None before)
+    cdef Node _grad_fn                          # producer node, None for leaves
+    cdef int _output_nr                         # which output of _grad_fn this tensor is
+    cdef bint _requires_grad                    # leaves only; non-leaves require grad by grad_fn
+    cdef bint _retains_grad                     # non-leaf keeps .grad (retain_grad())
+    cdef bint _wrapped_number                   # made from a Python scalar (lowest promotion rank)
+    cdef object _grad                           # Tensor or None
+    cdef object _grad_accumulator               # weakref to this leaf's AccumulateGrad, or None
+    cdef dict _hooks                            # leaf hooks {handle id: fn}, or None
+    cdef Tensor _view_base                      # the tensor this one is a view of, or None
+    cdef int64_t _view_version                  # base's version when the view was taken
+    cdef object __weakref__
+
+    cdef Storage storage(self)                  # the storage, made if missing
+    cdef int64_t version(self) noexcept         # current version (0 if never written)
+    cdef void bump_version(self)                # an in-place write happened
+    cdef inline bint requires_grad_c(self) noexcept:
+        return self._requires_grad or self._grad_fn is not None
+
+
+cdef Tensor wrap(object array)                  # a new tensor over an ndarray (no copy, no grad)
+cdef Tensor wrap_like_view(object array, Tensor base)   # a view: shares base's storage/version
+
+
+# ------------------------------------------------------------------------------------------------
+# Edges and nodes
+# ------------------------------------------------------------------------------------------------
+cdef struct Edge:
+    PyObject* node                              # owned reference to the producer Node, or NULL
+    int input_nr                                # which output of that node this input was
+
+
+cdef class SavedTensor:
+    cdef Tensor tensor                          # a saved input (strong: inputs form no cycle)
+    cdef cnp.ndarray data                       # a saved output's values (its Tensor is not kept)
+    cdef Storage out_storage                    # a saved output's storage, for the version check
+    cdef int64_t saved_version                  # version when saved
+    cdef bint is_output                         # saved tensor was an output of the owning node
+    cdef bint out_requires_grad                 # a saved output required grad
+    cdef int output_nr                          # a saved output's slot in the owning node
+
+    cdef Tensor unpack(self, Node owner)        # check the version, give the tensor back
+    cdef void clear(self)                       # drop what it holds
+
+
+cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output)
+
+
+cdef class Node:
+    # graph
+    cdef Edge* next_edges                       # one edge per forward input
+    cdef Py_ssize_t num_inputs                  # number of edges
+    cdef Py_ssize_t num_outputs                 # number of forward outputs (gradient slots)
+    cdef Edge _inline_edges[2]                  # storage for nodes with <= 2 inputs
+    cdef tuple input_meta                       # per input (shape, dtype), for nodes that check
+    cdef tuple output_meta                      # per output (shape, dtype), to make zero grads
+    cdef list saved                             # generic saved-tensor slots (SavedTensor)
+    # engine bookkeeping (per traversal; saved and restored by re-entrant traversals)
+    cdef Py_ssize_t dependencies                # edges from not-yet-run nodes of this traversal
+    cdef uint64_t epoch                         # traversal that last touched this node
+    cdef object buffer                          # pending gradient: Tensor (1 output) or list
+    cdef uint64_t buffer_owned                  # bit i: slot i's buffer was allocated by the engine
+    cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
+    # identity and diagnostics
+    cdef readonly int64_t sequence_nr           # creation order (newer nodes are larger)
+    cdef dict pre_hooks                         # {output_nr: [fn, ...]} tensor hooks, or None
+    cdef list retain_grad_slots                 # [(output_nr, weakref to tensor)], or None
+    cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
+    cdef object creation_code                   # code object of the user frame that made it
+    cdef int creation_lasti                     # instruction offset in that frame
+    cdef bint released                          # saved state dropped after a backward
+    cdef object __weakref__
+
+    cdef tuple apply(self, tuple grads)         # gradients of outputs -> gradients of inputs
+    cdef void release_saved(self)               # drop saved state (after running, or on free)
+    cpdef str name(self)                        # "MulBackward", "<Function>Backward", ...
+
+    cdef void set_num_inputs(self, Py_ssize_t n) except *   # allocate the edge array
+    cdef void set_edge(self, Py_ssize_t i, Tensor t) except *   # edge i from t (if it needs grad)
+
+
+cdef class AccumulateGrad(Node):
+    cdef readonly Tensor variable               # the leaf whose .grad this node accumulates
+
+
+cdef Node gradient_node(Tensor t)               # t's grad_fn or its (lazily made) AccumulateGrad
+cdef int64_t next_sequence_nr() noexcept
+cdef void attach_output(Tensor out, Node node, int output_nr)   # out.grad_fn = node
+cdef Node record(Node node, Tensor a, Tensor b) # fill sequence_nr and edges from inputs a (and b)

@@ -1,0 +1,32 @@
+"""lucid's compiled core: storage, tensors, nodes, the engine, and the built-in ops.
+
+The pieces live in one extension so that `Tensor.__mul__` reaches its kernel and node by a direct
+C call; each piece is its own include file, one job each (see DESIGN.md).
+"""
+cimport cython
+cimport numpy as cnp
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
+from libc.stdint cimport int64_t, uint64_t
+
+import numpy as np
+
+cnp.import_array()
+
+include "_grad_mode.pxi"
+include "_dtypes.pxi"
+include "_storage.pxi"
+include "_saved.pxi"
+include "_node.pxi"
+include "_tensor.pxi"
+include "_kernels.pxi"
+include "ops/_reduce_grad.pxi"
+include "ops/arith.pxi"
+include "ops/unary.pxi"
+include "ops/reduce.pxi"
+include "ops/shape.pxi"
+include "ops/index.pxi"
+include "ops/linalg.pxi"
+include "ops/inplace.pxi"
+include "_engine.pxi"

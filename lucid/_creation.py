@@ -1,0 +1,133 @@
+"""Tensor constructors: lucid.tensor, zeros, ones, full, arange, randn, ..."""
+import numpy as np
+
+from . import _core
+
+_rng = np.random.default_rng()
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    try:
+        return tuple(int(s.__index__()) for s in size)
+    except AttributeError:
+        raise TypeError(f"a size is a sequence of ints, got {size!r}") from None
+
+
+def _dtype(dtype, default):
+    return default if dtype is None else _core.as_dtype(dtype)
+
+
+def _values_dtype(array):
+    """The dtype lucid gives values read from Python data: floats -> float32."""
+    kind = array.dtype.kind
+    if kind == "f":
+        return _core.float32
+    if kind in "iu":
+        return _core.int64
+    if kind == "b":
+        return _core.bool_
+    raise TypeError(f"can't make a tensor from values of dtype {array.dtype}")
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    """A new tensor holding a copy of data (Python floats become float32)."""
+    if isinstance(data, _core.Tensor):
+        array = np.array(data.detach().numpy(), copy=True)
+    elif isinstance(data, np.ndarray):
+        array = np.array(data, copy=True)
+        if array.dtype not in _core.SUPPORTED_DTYPES and dtype is None:
+            array = array.astype(_values_dtype(array))
+    else:
+        try:
+            array = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"tensor(): data must be a number or a rectangular nested "
+                             f"sequence of numbers ({e})") from None
+        if array.dtype == object:
+            raise TypeError(f"tensor(): can't make a tensor from {type(data).__name__} values")
+        array = array.astype(_values_dtype(array), copy=False)
+    if dtype is not None:
+        array = array.astype(_core.as_dtype(dtype), copy=False)
+    return _core._from_array(np.ascontiguousarray(array) if array.ndim else array, requires_grad)
+
+
+def from_numpy(array):
+    """A tensor sharing array's memory and keeping its dtype."""
+    return _core.from_numpy(array)
+
+
+def _filled(size, value, dtype, requires_grad, default):
+    dt = _dtype(dtype, default)
+    return _core._from_array(np.full(_shape(size), value, dtype=dt), requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False):
+    """A tensor of zeros."""
+    return _filled(size, 0, dtype, requires_grad, _core.float32)
+
+
+def ones(*size, dtype=None, requires_grad=False):
+    """A tensor of ones."""
+    return _filled(size, 1, dtype, requires_grad, _core.float32)
+
+
+def empty(*size, dtype=None, requires_grad=False):
+    """A tensor with unspecified values."""
+    dt = _dtype(dtype, _core.float32)
+    return _core._from_array(np.empty(_shape(size), dtype=dt), requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    """A tensor filled with fill_value (its dtype follows the value unless given)."""
+    if isinstance(size, int):
+        size = (size,)
+    default = _values_dtype(np.array(fill_value))
+    return _filled((tuple(size),), fill_value, dtype, requires_grad, default)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    """Zeros with t's shape and dtype."""
+    return zeros(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    """Ones with t's shape and dtype."""
+    return ones(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    """Values from start to end (exclusive) by step; int64 for ints, float32 for floats."""
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    dt = _dtype(dtype, _values_dtype(values))
+    return _core._from_array(values.astype(dt, copy=False), requires_grad)
+
+
+def manual_seed(seed):
+    """Seed lucid's random generator (randn, rand)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def randn(*size, dtype=None, requires_grad=False):
+    """Standard normal samples."""
+    dt = _dtype(dtype, _core.float32)
+    if dt.kind != "f":
+        raise TypeError("randn needs a floating point dtype")
+    return _core._from_array(_rng.standard_normal(_shape(size), dtype=dt), requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False):
+    """Uniform samples in [0, 1)."""
+    dt = _dtype(dtype, _core.float32)
+    if dt.kind != "f":
+        raise TypeError("rand needs a floating point dtype")
+    return _core._from_array(_rng.random(_shape(size), dtype=dt), requires_grad)

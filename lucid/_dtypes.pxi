@@ -1,0 +1,88 @@
+# dtypes and PyTorch-style type promotion.
+
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+bool_ = np.dtype(np.bool_)
+
+_SUPPORTED = {float32: "float32", float64: "float64", int32: "int32", int64: "int64", bool_: "bool"}
+
+# promotion ranks of an operand: a tensor with dimensions beats a 0-d tensor beats a Python scalar
+cdef enum:
+    RANK_SCALAR = 0
+    RANK_ZERO_DIM = 1
+    RANK_DIM = 2
+
+
+cdef inline int dtype_category(cnp.dtype dt) noexcept:
+    """0 bool, 1 integer, 2 floating."""
+    cdef char kind = dt.kind
+    if kind == b'f':
+        return 2
+    if kind == b'b':
+        return 0
+    return 1
+
+
+cdef inline bint is_float_dtype(cnp.dtype dt) noexcept:
+    return dt.kind == b'f'
+
+
+cdef inline int operand_rank(Tensor t) noexcept:
+    if t._wrapped_number:
+        return RANK_SCALAR
+    return RANK_DIM if ndim_of(t.data) > 0 else RANK_ZERO_DIM
+
+
+cdef cnp.dtype default_dtype_of_category(int category):
+    if category == 2:
+        return float32
+    if category == 1:
+        return int64
+    return bool_
+
+
+cdef cnp.dtype result_dtype(Tensor a, Tensor b):
+    """The dtype of a binary op's result, promoted like PyTorch."""
+    cdef cnp.dtype da = descr(a.data)
+    cdef cnp.dtype db = descr(b.data)
+    if da is db and not (a._wrapped_number or b._wrapped_number):
+        return da
+    cdef int ca = dtype_category(da), cb = dtype_category(db)
+    cdef int category = ca if ca > cb else cb
+    cdef int ra = operand_rank(a) if ca == category else -1
+    cdef int rb = operand_rank(b) if cb == category else -1
+    cdef int rank = ra if ra > rb else rb
+    if rank == RANK_SCALAR:
+        return default_dtype_of_category(category)
+    if ra == rb:
+        return da if da.itemsize >= db.itemsize else db
+    return da if ra > rb else db
+
+
+def dtype_name(dt):
+    """'lucid.float32' for a dtype lucid supports."""
+    return "lucid." + _SUPPORTED.get(np.dtype(dt), str(dt))
+
+
+cdef object as_supported_dtype(object dtype):
+    """Normalise a dtype argument; TypeError for one lucid does not support."""
+    if dtype is None:
+        return None
+    cdef object dt
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unsupported dtype {dtype!r}; use lucid.float32, float64, int32, int64 or bool")
+    if dt not in _SUPPORTED:
+        raise TypeError(f"unsupported dtype {dt}; use lucid.float32, float64, int32, int64 or bool")
+    return dt
+
+
+SUPPORTED_DTYPES = frozenset(_SUPPORTED)
+
+
+def as_dtype(dtype):
+    """dtype as a numpy dtype lucid supports (TypeError otherwise)."""
+    return as_supported_dtype(dtype)

@@ -1,0 +1,436 @@
+# The engine: an iterative traversal of the backward graph, plus backward() and grad().
+#
+# Note [Engine traversal]
+#   1. discover every node reachable from the roots (explicit stack), counting for each node the
+#      edges that point at it (its dependencies);
+#   2. when inputs are named (grad(), backward(inputs=)), mark which nodes must run: a node runs
+#      when some node it feeds must run or is captured (reverse topological order);
+#   3. seed the roots' buffers, then pop ready nodes (dependencies == 0), run their pre-hooks,
+#      capture, apply, release saved state unless the graph is retained, and add each returned
+#      gradient into the buffer of the node it feeds, decrementing that node's dependencies.
+#   Per-node state lives in typed fields stamped with the traversal's epoch. A traversal started
+#   inside another (a Function's backward calling grad()) saves the state of every node it
+#   touches and restores it when it ends, so the outer traversal goes on undisturbed.
+
+cdef uint64_t _epoch_counter = 0
+
+cdef enum:
+    EXEC_RUN = 1          # call apply
+    EXEC_CAPTURE = 2      # hand the incoming gradient to grad()/backward(inputs=)
+
+
+cdef inline void init_node(Node node, uint64_t epoch, list saved_states, int exec_state):
+    if saved_states is not None and node.epoch != 0:
+        saved_states.append((node, node.dependencies, node.epoch, node.buffer, node.buffer_owned,
+                             node.exec_state))
+    node.epoch = epoch
+    node.dependencies = 0
+    node.buffer = None
+    node.buffer_owned = 0
+    node.exec_state = exec_state
+
+
+cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states, int exec_state):
+    """Find every node reachable from roots and count the edges pointing at each."""
+    cdef list stack = []
+    cdef Node node, child
+    cdef Py_ssize_t i
+    for node in roots:
+        if node.epoch != epoch:
+            init_node(node, epoch, saved_states, exec_state)
+            nodes.append(node)
+            stack.append(node)
+    while stack:
+        node = <Node>stack.pop()
+        for i in range(node.num_inputs):
+            if node.next_edges[i].node == NULL:
+                continue
+            child = <Node>node.next_edges[i].node
+            if child.epoch != epoch:
+                init_node(child, epoch, saved_states, exec_state)
+                nodes.append(child)
+                stack.append(child)
+            child.dependencies += 1
+
+
+cdef void mark_needed(list roots, list nodes):
+    """Set EXEC_RUN on each node that feeds a captured or running node (targets are pre-marked)."""
+    cdef list order = []
+    cdef list ready = [n for n in roots if (<Node>n).dependencies == 0]
+    cdef Node node, child
+    cdef Py_ssize_t i
+    # Kahn's order over the dependency counts, then restore the counts
+    for node in ready:
+        node.dependencies = -1
+    while ready:
+        node = <Node>ready.pop()
+        order.append(node)
+        for i in range(node.num_inputs):
+            if node.next_edges[i].node != NULL:
+                child = <Node>node.next_edges[i].node
+                child.dependencies -= 1
+                if child.dependencies == 0:
+                    child.dependencies = -1
+                    ready.append(child)
+    for node in nodes:
+        node.dependencies = 0
+    for node in nodes:
+        for i in range(node.num_inputs):
+            if node.next_edges[i].node != NULL:
+                (<Node>node.next_edges[i].node).dependencies += 1
+    for node in reversed(order):
+        if node.exec_state & EXEC_RUN:
+            continue
+        for i in range(node.num_inputs):
+            if node.next_edges[i].node != NULL and \
+                    (<Node>node.next_edges[i].node).exec_state & (EXEC_RUN | EXEC_CAPTURE):
+                node.exec_state |= EXEC_RUN
+                break
+
+
+cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint create_graph):
+    """current + g: into current's memory when the engine owns it, else into a new buffer."""
+    if create_graph:
+        return add(current, g)
+    if in_place:
+        np.add(current.data, g.data, out=current.data)
+        return current
+    return wrap(as_array(np.add(current.data, g.data, dtype=current.data.dtype)))
+
+
+cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph):
+    """Accumulate g into node's pending gradient for output slot."""
+    cdef list buf
+    cdef uint64_t bit
+    if node.num_outputs == 1:
+        if node.buffer is None:
+            node.buffer = g
+            node.buffer_owned = 0
+        else:
+            node.buffer = sum_gradients(<Tensor>node.buffer, g, node.buffer_owned & 1, create_graph)
+            node.buffer_owned = 0 if create_graph else 1
+        return
+    if node.buffer is None:
+        node.buffer = [None] * node.num_outputs
+    buf = <list>node.buffer
+    bit = (<uint64_t>1) << slot if slot < 64 else 0
+    if buf[slot] is None:
+        buf[slot] = g
+        node.buffer_owned &= ~bit
+    else:
+        buf[slot] = sum_gradients(<Tensor>buf[slot], g, (node.buffer_owned & bit) != 0, create_graph)
+        if not create_graph:
+            node.buffer_owned |= bit
+
+
+cdef Tensor checked_hook_result(object result, Tensor g, str where):
+    if not isinstance(result, Tensor):
+        raise TypeError(f"a hook on {where} returned {type(result).__name__}; a hook returns a "
+                        "Tensor or None")
+    if (<Tensor>result).data.shape != g.data.shape:
+        raise RuntimeError(f"a hook on {where} returned a gradient of shape "
+                           f"{(<Tensor>result).data.shape}, expected {g.data.shape}")
+    return <Tensor>result
+
+
+cdef Tensor run_hooks(dict hooks, Tensor g, str where):
+    for fn in list(hooks.values()):
+        result = fn(g)
+        if result is not None:
+            g = checked_hook_result(result, g, where)
+    return g
+
+
+cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph):
+    """Tensor hooks on node's outputs (or its leaf), then retain_grad; returns the new grads."""
+    cdef list out = list(grads)
+    cdef Tensor t, g
+    if type(node) is AccumulateGrad:
+        t = (<AccumulateGrad>node).variable
+        if t._hooks and out[0] is not None:
+            out[0] = run_hooks(t._hooks, <Tensor>out[0], "a leaf tensor")
+    if node.pre_hooks:
+        for slot, hooks in node.pre_hooks.items():
+            if out[slot] is not None and hooks:
+                out[slot] = run_hooks(hooks, <Tensor>out[slot], f"an output of {node.name()}")
+    if node.retain_grad_slots:
+        for slot, ref in node.retain_grad_slots:
+            t = ref()
+            if t is None or out[slot] is None:
+                continue
+            g = <Tensor>out[slot]
+            if t._grad is None:
+                t._grad = g if create_graph else wrap(np.array(g.data, copy=True))
+            else:
+                t._grad = add(t._grad, g)
+    return tuple(out)
+
+
+cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_graph) except *:
+    """leaf.grad += g (a fresh tensor under create_graph; stolen from the engine when it can)."""
+    cdef cnp.ndarray arr
+    if g.data.shape != leaf.data.shape:
+        raise RuntimeError(f"AccumulateGrad: gradient of shape {g.data.shape} for a leaf of "
+                           f"shape {leaf.data.shape}")
+    g = cast(g, descr(leaf.data)) if g.data.dtype != leaf.data.dtype else g
+    if leaf._grad is None:
+        if create_graph:
+            leaf._grad = clone(g) if g.requires_grad_c() else wrap(np.array(g.data, copy=True))
+        elif owned and g.data.flags.c_contiguous and g.data.flags.writeable and g._grad_fn is None:
+            leaf._grad = g
+        else:
+            leaf._grad = wrap(np.array(g.data, order="C", copy=True))
+    elif create_graph or (<Tensor>leaf._grad).requires_grad_c():
+        leaf._grad = add(leaf._grad, g)
+    else:
+        arr = (<Tensor>leaf._grad).data
+        np.add(arr, g.data, out=arr)
+        (<Tensor>leaf._grad).bump_version()
+
+
+cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_graph,
+                     bint create_graph, list targets, list target_slots, bint accumulate):
+    """Run the backward graph from roots; return the gradients captured at targets."""
+    global _epoch_counter, lucid_traversal_depth
+    _epoch_counter += 1
+    cdef uint64_t epoch = _epoch_counter
+    cdef list saved_states = [] if lucid_traversal_depth > 0 else None
+    cdef list nodes = []
+    cdef list ready = []
+    cdef list captured = None
+    cdef Node node, child
+    cdef Tensor g
+    cdef tuple grads, outs
+    cdef object buf
+    cdef Py_ssize_t i, k
+    cdef bint any_grad
+    cdef int state
+    cdef uint64_t owned
+    cdef bint previous_mode = set_grad_enabled_c(create_graph)
+    lucid_traversal_depth += 1
+    try:
+        discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN)
+        if targets is not None:
+            captured = [None] * len(targets)
+            for k in range(len(targets)):
+                node = <Node>targets[k]
+                if node.epoch != epoch:
+                    continue
+                if accumulate and type(node) is AccumulateGrad:
+                    node.exec_state |= EXEC_RUN
+                else:
+                    node.exec_state |= EXEC_CAPTURE
+            mark_needed(roots, nodes)
+        for k in range(len(roots)):
+            add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph)
+            (<Node>roots[k]).buffer_owned = 0
+        for node in roots:
+            if node.dependencies == 0 and node not in ready:
+                ready.append(node)
+        while ready:
+            node = <Node>ready.pop()
+            buf = node.buffer
+            owned = node.buffer_owned
+            node.buffer = None
+            node.buffer_owned = 0
+            if node.num_outputs == 1:
+                grads = (buf,)
+                any_grad = buf is not None
+            else:
+                grads = tuple(buf) if buf is not None else (None,) * node.num_outputs
+                any_grad = buf is not None
+            state = node.exec_state
+            outs = None
+            if any_grad:
+                if node.pre_hooks is not None or node.retain_grad_slots is not None or (
+                        type(node) is AccumulateGrad and (<AccumulateGrad>node).variable._hooks):
+                    grads = run_pre_hooks(node, grads, create_graph)
+                    owned = 0
+                if state & EXEC_CAPTURE:
+                    for k in range(len(targets)):
+                        if targets[k] is node:
+                            captured[k] = grads[<Py_ssize_t>target_slots[k]]
+                if state & EXEC_RUN:
+                    if node.released:
+                        raise_freed_graph(node)
+                    if type(node) is AccumulateGrad:
+                        if grads[0] is not None:
+                            accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0],
+                                                 owned & 1, create_graph)
+                    else:
+                        outs = call_apply(node, grads)
+                        if not keep_graph:
+                            node.release_saved()
+                            node.released = True
+            for i in range(node.num_inputs):
+                if node.next_edges[i].node == NULL:
+                    continue
+                child = <Node>node.next_edges[i].node
+                if outs is not None and outs[i] is not None:
+                    add_to_buffer(child, node.next_edges[i].input_nr, <Tensor>outs[i], create_graph)
+                child.dependencies -= 1
+                if child.dependencies == 0:
+                    ready.append(child)
+        return captured
+    finally:
+        for node in nodes:
+            node.buffer = None
+        if saved_states is not None:
+            for state_tuple in reversed(saved_states):
+                node = <Node>state_tuple[0]
+                node.dependencies = state_tuple[1]
+                node.epoch = state_tuple[2]
+                node.buffer = state_tuple[3]
+                node.buffer_owned = state_tuple[4]
+                node.exec_state = state_tuple[5]
+        lucid_traversal_depth -= 1
+        set_grad_enabled_c(previous_mode)
+
+
+cdef tuple call_apply(Node node, tuple grads):
+    """node.apply(grads), checked: one gradient (or None) per forward input."""
+    cdef tuple outs
+    try:
+        outs = node.apply(grads)
+    except BaseException as e:
+        if not getattr(e, "_lucid_noted", False):
+            e.add_note(f"lucid: raised while running the backward of {node.name()}")
+            try:
+                e._lucid_noted = True
+            except AttributeError:
+                pass
+        raise
+    if outs is None or len(outs) != node.num_inputs:
+        raise RuntimeError(f"{node.name()} returned {0 if outs is None else len(outs)} gradients "
+                           f"for {node.num_inputs} inputs")
+    return outs
+
+
+# -- the public entry points -------------------------------------------------------------------
+
+cdef tuple as_tensor_tuple(object xs, str what):
+    if isinstance(xs, Tensor):
+        return (xs,)
+    if isinstance(xs, (tuple, list)):
+        for x in xs:
+            if not isinstance(x, Tensor):
+                raise TypeError(f"{what} must be Tensors, got {type(x).__name__}")
+        return tuple(xs)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(xs).__name__}")
+
+
+cdef list root_gradients(tuple outputs, object grad_outputs):
+    """One gradient per output: the given one (checked) or ones for a one-element output."""
+    cdef list given
+    if grad_outputs is None:
+        given = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        given = [grad_outputs]
+    else:
+        given = list(grad_outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"got {len(given)} gradients for {len(outputs)} outputs")
+    cdef list out = []
+    cdef Tensor t, g
+    for k in range(len(outputs)):
+        t = <Tensor>outputs[k]
+        if given[k] is None:
+            if t.data.size != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for outputs with one element; output "
+                    f"{k} has shape {t.data.shape}: pass gradient= (or grad_outputs=) a tensor of "
+                    "that shape")
+            out.append(wrap(np.ones(t.data.shape, dtype=t.data.dtype)))
+            continue
+        g = operand(given[k], "backward")
+        if g.data.shape != t.data.shape:
+            raise RuntimeError(f"gradient {k} has shape {g.data.shape} but output {k} has shape "
+                               f"{t.data.shape}")
+        out.append(cast(g, descr(t.data)) if g.data.dtype != t.data.dtype else g)
+    return out
+
+
+cdef list root_nodes(tuple outputs, list slots):
+    cdef list nodes = []
+    cdef Tensor t
+    for k in range(len(outputs)):
+        t = <Tensor>outputs[k]
+        if not t.requires_grad_c():
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a "
+                               "grad_fn: nothing to differentiate (did you forget "
+                               "requires_grad=True on a leaf, or run forward under no_grad?)")
+        nodes.append(gradient_node(t))
+        slots.append(t._output_nr)
+    return nodes
+
+
+cdef list target_nodes(tuple inputs, list slots):
+    cdef list nodes = []
+    cdef Tensor t
+    for k in range(len(inputs)):
+        t = <Tensor>inputs[k]
+        if not t.requires_grad_c():
+            raise RuntimeError(f"input {k} does not require grad: only tensors with "
+                               "requires_grad=True (or results of ops on them) can be "
+                               "differentiated with respect to")
+        nodes.append(gradient_node(t))
+        slots.append(t._output_nr)
+    return nodes
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of tensors into the .grad of the leaves (or of inputs)."""
+    cdef tuple outputs = as_tensor_tuple(tensors, "tensors")
+    cdef list grads = root_gradients(outputs, grad_tensors)
+    cdef list slots = [], tslots = []
+    cdef list roots = root_nodes(outputs, slots)
+    cdef tuple wanted = None
+    cdef list targets = None
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        wanted = as_tensor_tuple(inputs, "inputs")
+        if not wanted:
+            raise RuntimeError("backward(inputs=...) was given no tensors")
+        targets = target_nodes(wanted, tslots)
+    captured = run_engine(roots, slots, grads, retain_graph, create_graph, targets, tslots, True)
+    if wanted is not None:
+        for k in range(len(wanted)):
+            if captured[k] is not None:
+                t = <Tensor>wanted[k]
+                g = cast(<Tensor>captured[k], descr(t.data))
+                t._grad = wrap(np.array(g.data, copy=True)) if t._grad is None else add(t._grad, g)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, as a tuple; writes no .grad."""
+    cdef tuple outs = as_tensor_tuple(outputs, "outputs")
+    cdef tuple wanted = as_tensor_tuple(inputs, "inputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("materialize_grads=True needs allow_unused to be True or left unset")
+    if retain_graph is None:
+        retain_graph = create_graph
+    cdef list grads = root_gradients(outs, grad_outputs)
+    cdef list slots = [], tslots = []
+    cdef list roots = root_nodes(outs, slots)
+    cdef list targets = target_nodes(wanted, tslots)
+    cdef list captured = run_engine(roots, slots, grads, retain_graph, create_graph, targets,
+                                    tslots, False)
+    cdef list result = []
+    cdef Tensor t
+    for k in range(len(wanted)):
+        t = <Tensor>wanted[k]
+        g = captured[k]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"input {k} (shape {t.data.shape}) was not used to compute the "
+                                   "outputs; pass allow_unused=True to get None for it")
+            if materialize_grads:
+                g = wrap(np.zeros(t.data.shape, dtype=t.data.dtype))
+        elif (<Tensor>g).data.dtype != t.data.dtype:
+            g = cast(<Tensor>g, descr(t.data))
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,30 @@
+# Grad mode: one C thread-local flag, defined here once and reached through cdef accessors.
+
+cdef extern from *:
+    """
+    static __thread int lucid_grad_disabled = 0;
+    static __thread int lucid_traversal_depth = 0;
+    """
+    int lucid_grad_disabled
+    int lucid_traversal_depth
+
+
+cdef bint grad_enabled() noexcept nogil:
+    return lucid_grad_disabled == 0
+
+
+cdef bint set_grad_enabled_c(bint on) noexcept nogil:
+    global lucid_grad_disabled
+    cdef bint previous = lucid_grad_disabled == 0
+    lucid_grad_disabled = 0 if on else 1
+    return previous
+
+
+def is_grad_enabled():
+    """True when operations in this thread are recorded for backward."""
+    return grad_enabled()
+
+
+def _set_grad_enabled(bint on):
+    """Set this thread's grad mode; return the previous one."""
+    return set_grad_enabled_c(on)

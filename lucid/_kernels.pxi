@@ -1,0 +1,49 @@
+# Kernels: the NumPy calls behind the ops, with shape errors turned into RuntimeErrors.
+
+cdef inline cnp.dtype descr(object arr):
+    """arr's dtype, without a Python attribute lookup."""
+    return <cnp.dtype><PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>arr)
+
+
+cdef inline int ndim_of(object arr) noexcept:
+    return cnp.PyArray_NDIM(<cnp.ndarray>arr)
+
+cdef inline object as_array(object x):
+    """NumPy returns scalars from 0-d computations; lucid always holds an ndarray."""
+    if type(x) is np.ndarray:
+        return x
+    return np.asarray(x)
+
+
+cdef inline bint same_shape(cnp.ndarray x, cnp.ndarray y) noexcept:
+    cdef int nd = ndim_of(x)
+    cdef int i
+    if nd != ndim_of(y):
+        return False
+    cdef cnp.npy_intp* dx = cnp.PyArray_DIMS(x)
+    cdef cnp.npy_intp* dy = cnp.PyArray_DIMS(y)
+    for i in range(nd):
+        if dx[i] != dy[i]:
+            return False
+    return True
+
+
+cdef object shape_error(str op, Tensor a, Tensor b, str what="cannot be broadcast together"):
+    return RuntimeError(f"{op}: shapes {a.data.shape} and {b.data.shape} {what}")
+
+
+cdef object binary_kernel(object ufunc, Tensor a, Tensor b, cnp.dtype dt, str op):
+    """ufunc(a, b) computed in dtype dt, broadcasting like NumPy."""
+    try:
+        return as_array(ufunc(a.data, b.data, dtype=dt))
+    except ValueError:
+        if not same_shape(a.data, b.data):
+            raise shape_error(op, a, b) from None
+        raise
+
+
+cdef object unary_kernel(object ufunc, Tensor a):
+    """ufunc(a); integer inputs compute in float32, like PyTorch."""
+    if is_float_dtype(descr(a.data)):
+        return as_array(ufunc(a.data))
+    return as_array(ufunc(a.data, dtype=float32))

@@ -1,0 +1,62 @@
+# Saved tensors: what a node keeps for backward, checked against in-place changes when unpacked.
+#
+# Note [Saved outputs]: a node that saves its own output must not hold the output Tensor (the
+# tensor holds the node as grad_fn: a reference cycle). It keeps the values and the storage (for
+# the version check); unpacking makes a fresh tensor over them whose grad_fn is the owning node
+# again when the backward itself is being recorded (create_graph).
+
+cdef class SavedTensor:
+    """A tensor saved for backward, with its version at save time."""
+
+    def __init__(self):
+        raise TypeError("SavedTensor objects are made by save_tensor()")
+
+    cdef Tensor unpack(self, Node owner):
+        cdef int64_t current
+        if owner.released or (self.tensor is None and self.data is None):
+            raise_freed_graph(owner)
+        if self.is_output:
+            current = self.out_storage.version
+        else:
+            current = self.tensor.version()
+        if current != self.saved_version:
+            raise RuntimeError(
+                "one of the tensors needed for gradient computation has been modified by an "
+                f"in-place operation: it was saved by {owner.name()} at version "
+                f"{self.saved_version} and is now at version {current}. Avoid changing it in "
+                "place (use an out-of-place op or .clone() it before the change)")
+        if not self.is_output:
+            return self.tensor
+        cdef Tensor t = wrap(self.data)
+        t._storage = self.out_storage
+        if self.out_requires_grad and grad_enabled():
+            attach_output(t, owner, self.output_nr)
+        return t
+
+    cdef void clear(self):
+        self.tensor = None
+        self.data = None
+        self.out_storage = None
+
+
+cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
+    """Save t for owner's backward; is_output when t is one of owner's own outputs."""
+    cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
+    s.is_output = is_output
+    if is_output:
+        s.data = t.data
+        s.out_storage = t.storage()
+        s.saved_version = s.out_storage.version
+        s.out_requires_grad = t.requires_grad_c()
+        s.output_nr = t._output_nr
+    else:
+        s.tensor = t
+        s.saved_version = t.version()
+    return s
+
+
+cdef void raise_freed_graph(Node node) except *:
+    raise RuntimeError(
+        f"Trying to backward through {node.name()} a second time: its saved values were freed "
+        "when backward() or autograd.grad() first ran through it. Pass retain_graph=True to the "
+        "first call if you need to backward through the graph again.")

@@ -1,0 +1,494 @@
+# Tensor: an ndarray plus its place in the graph.
+
+cdef class Tensor:
+    """A NumPy-backed tensor that records the operations made on it for backward."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("make tensors with lucid.tensor(), lucid.from_numpy() or the constructors "
+                        "(lucid.zeros, lucid.ones, ...)")
+
+    # -- storage and version -------------------------------------------------------------------
+    cdef Storage storage(self):
+        if self._storage is None:
+            self._storage = new_storage(self.data)
+        return self._storage
+
+    cdef int64_t version(self) noexcept:
+        return 0 if self._storage is None else self._storage.version
+
+    cdef void bump_version(self):
+        cdef Storage s = self.storage()
+        s.version += 1
+
+    @property
+    def _version(self):
+        return self.version()
+
+    # -- attributes ----------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def ndim(self):
+        return ndim_of(self.data)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def requires_grad(self):
+        return self.requires_grad_c()
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad must be a Tensor or None, not {type(value).__name__}")
+            if (<Tensor>value).data.shape != self.data.shape:
+                raise RuntimeError(f"assigned grad has shape {(<Tensor>value).data.shape}, "
+                                   f"but the tensor has shape {self.data.shape}")
+            if (<Tensor>value).data.dtype != self.data.dtype:
+                raise RuntimeError(f"assigned grad has dtype {dtype_name((<Tensor>value).data.dtype)}, "
+                                   f"but the tensor has dtype {dtype_name(self.data.dtype)}")
+        self._grad = value
+
+    # -- methods -------------------------------------------------------------------------------
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on a leaf in place; returns self."""
+        cdef bint flag = bool(requires_grad)
+        if self._grad_fn is not None:
+            if flag:
+                return self
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; use "
+                               ".detach() to get a tensor that does not require grad")
+        if flag and not is_float_dtype(descr(self.data)):
+            raise RuntimeError(f"only floating point tensors can require gradients, not "
+                               f"{dtype_name(self.data.dtype)}; convert with .float() or .double()")
+        self._requires_grad = flag
+        return self
+
+    def numpy(self):
+        """The ndarray behind this tensor (shares memory)."""
+        if self.requires_grad_c():
+            raise RuntimeError("can't call numpy() on a tensor that requires grad; "
+                               "use tensor.detach().numpy()")
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        if self.requires_grad_c():
+            raise RuntimeError("can't convert a tensor that requires grad to an array; "
+                               "use tensor.detach().numpy()")
+        if copy:
+            return np.array(self.data, dtype=dtype, copy=True)
+        return self.data if dtype is None else self.data.astype(dtype, copy=False)
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number."""
+        if self.data.size != 1:
+            raise RuntimeError(f"a tensor with {self.data.size} elements cannot be converted "
+                               "to a Python number")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[normalize_dim(dim, ndim_of(self.data))]
+
+    def numel(self):
+        return self.data.size
+
+    def dim(self):
+        return ndim_of(self.data)
+
+    def __len__(self):
+        if ndim_of(self.data) == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        if ndim_of(self.data) == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"the truth value of a tensor with {self.data.size} elements is "
+                               "ambiguous; use .any() or .all() on .numpy()")
+        return bool(self.data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if dtype_category(descr(self.data)) != 1 or self.data.size != 1:
+            raise TypeError("only one-element integer tensors can be used as an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def detach(self):
+        """A tensor sharing this one's memory and version counter, outside the graph."""
+        return wrap_like_view(self.data, self)
+
+    def detach_(self):
+        """Take this tensor out of the graph in place; returns self."""
+        if self._view_base is not None and self.requires_grad_c():
+            raise RuntimeError("can't detach_() a view of a tensor that requires grad; use detach()")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        """Keep .grad on this non-leaf tensor after backward."""
+        if not self.requires_grad_c():
+            raise RuntimeError("can't retain_grad on a tensor that doesn't require grad")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        node = self._grad_fn
+        if node.retain_grad_slots is None:
+            node.retain_grad_slots = []
+        node.retain_grad_slots.append((self._output_nr, PyWeakref_NewRef(self, None)))
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed; it may return a replacement."""
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, not {type(hook).__name__}")
+        if not self.requires_grad_c():
+            raise RuntimeError("can't register a hook on a tensor that doesn't require grad")
+        cdef dict hooks
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            if self._grad_fn.pre_hooks is None:
+                self._grad_fn.pre_hooks = {}
+            hooks = self._grad_fn.pre_hooks.setdefault(self._output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad (see lucid.autograd.backward)."""
+        backward((self,), None if gradient is None else (gradient,), retain_graph,
+                 create_graph, inputs)
+
+    def clone(self):
+        """A copy with its own memory; gradient flows back unchanged."""
+        return clone(self)
+
+    def to(self, dtype):
+        """This tensor converted to dtype (self when it already has it)."""
+        return cast(self, as_supported_dtype(dtype))
+
+    def float(self):
+        return cast(self, float32)
+
+    def double(self):
+        return cast(self, float64)
+
+    def long(self):
+        return cast(self, int64)
+
+    def int(self):
+        return cast(self, int32)
+
+    def bool(self):
+        return cast(self, bool_)
+
+    def __repr__(self):
+        return tensor_repr(self)
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def __add__(self, other):
+        return add(self, other)
+
+    def __radd__(self, other):
+        return add(other, self)
+
+    def __sub__(self, other):
+        return sub(self, other)
+
+    def __rsub__(self, other):
+        return sub(other, self)
+
+    def __mul__(self, other):
+        return mul(self, other)
+
+    def __rmul__(self, other):
+        return mul(other, self)
+
+    def __truediv__(self, other):
+        return div(self, other)
+
+    def __rtruediv__(self, other):
+        return div(other, self)
+
+    def __pow__(self, other, modulo):
+        return pow(self, other)
+
+    def __rpow__(self, other, modulo):
+        return pow(other, self)
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __richcmp__(self, other, int op):
+        return compare(self, other, op)
+
+    # -- in place ------------------------------------------------------------------------------
+    def __iadd__(self, other):
+        return inplace_binary(self, other, INPLACE_ADD)
+
+    def __isub__(self, other):
+        return inplace_binary(self, other, INPLACE_SUB)
+
+    def __imul__(self, other):
+        return inplace_binary(self, other, INPLACE_MUL)
+
+    def __itruediv__(self, other):
+        return inplace_binary(self, other, INPLACE_DIV)
+
+    def add_(self, other, *, alpha=1):
+        return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_ADD)
+
+    def sub_(self, other, *, alpha=1):
+        return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_SUB)
+
+    def mul_(self, other):
+        return inplace_binary(self, other, INPLACE_MUL)
+
+    def div_(self, other):
+        return inplace_binary(self, other, INPLACE_DIV)
+
+    def copy_(self, src):
+        return inplace_binary(self, src, INPLACE_COPY)
+
+    def fill_(self, value):
+        return inplace_binary(self, value, INPLACE_COPY)
+
+    def zero_(self):
+        return inplace_binary(self, 0, INPLACE_COPY)
+
+    def __getitem__(self, index):
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        setitem(self, index, value)
+
+    # -- unary and reductions ------------------------------------------------------------------
+    def exp(self):
+        return exp(self)
+
+    def log(self):
+        return log(self)
+
+    def tanh(self):
+        return tanh(self)
+
+    def relu(self):
+        return relu(self)
+
+    def sum(self, dim=None, keepdim=False):
+        return sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return mean(self, dim, keepdim)
+
+    # -- shape ---------------------------------------------------------------------------------
+    def reshape(self, *shape):
+        return reshape(self, shape_arg(shape))
+
+    def view(self, *shape):
+        return view(self, shape_arg(shape))
+
+    def transpose(self, dim0, dim1):
+        return transpose(self, dim0, dim1)
+
+    def expand(self, *shape):
+        return expand(self, shape_arg(shape))
+
+
+cdef Py_ssize_t _hook_counter = 0
+
+
+cdef class RemovableHandle:
+    """Returned by register_hook; remove() unregisters the hook."""
+    cdef object hooks_ref
+    cdef readonly object id
+
+    def __init__(self, dict hooks):
+        global _hook_counter
+        _hook_counter += 1
+        self.hooks_ref = hooks
+        self.id = _hook_counter
+
+    def remove(self):
+        """Unregister the hook (a second call does nothing)."""
+        if self.hooks_ref is not None:
+            self.hooks_ref.pop(self.id, None)
+            self.hooks_ref = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+cdef Tensor wrap(object array):
+    cdef Tensor t = Tensor.__new__(Tensor)
+    t.data = <cnp.ndarray>array
+    return t
+
+
+cdef Tensor wrap_like_view(object array, Tensor base):
+    """A tensor over array, a view of base's memory: they share the version counter."""
+    cdef Tensor t = Tensor.__new__(Tensor)
+    t.data = <cnp.ndarray>array
+    t._storage = base.storage()
+    t._view_base = base if base._view_base is None else base._view_base
+    t._view_version = t._storage.version
+    return t
+
+
+cdef Tensor scalar_operand(object value):
+    """A Python number as a 0-d tensor that ranks below every tensor in promotion."""
+    cdef Tensor t
+    if isinstance(value, bool):
+        t = wrap(np.array(value, dtype=bool_))
+    elif isinstance(value, int):
+        t = wrap(np.array(value, dtype=int64 if -2**63 <= value < 2**63 else float64))
+    elif isinstance(value, float):
+        t = wrap(np.array(value, dtype=float64))
+    elif isinstance(value, np.generic) and np.dtype(type(value)) in _SUPPORTED:
+        t = wrap(np.array(value))
+    else:
+        return None
+    t._wrapped_number = True
+    return t
+
+
+cdef Tensor operand(object x, str op):
+    """A tensor for an op's argument: a Tensor as is, a Python number wrapped; else TypeError."""
+    if isinstance(x, Tensor):
+        return <Tensor>x
+    cdef Tensor t = scalar_operand(x)
+    if t is not None:
+        return t
+    if isinstance(x, np.ndarray):
+        if x.dtype not in _SUPPORTED:
+            raise TypeError(f"{op}: unsupported array dtype {x.dtype}")
+        return wrap(x)
+    raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
+
+
+cdef tuple shape_arg(tuple args):
+    """Accept f(2, 3) and f((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return args
+
+
+cdef Py_ssize_t normalize_dim(object dim, Py_ssize_t ndim) except -1:
+    cdef Py_ssize_t d
+    try:
+        d = dim.__index__()
+    except AttributeError:
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    cdef Py_ssize_t n = ndim if ndim > 0 else 1
+    if d < -n or d >= n:
+        raise IndexError(f"dimension {dim} is out of range for a tensor of {ndim} dimensions "
+                         f"(expected in [{-n}, {n - 1}])")
+    return d + n if d < 0 else d
+
+
+def tensor_repr(Tensor t):
+    cdef object arr = t.data
+    cdef str body
+    opts = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+    if arr.dtype.kind == "f":
+        finite = arr[np.isfinite(arr)]
+        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+            body = np.array2string(arr, **opts)
+        else:
+            body = np.array2string(arr, precision=4, floatmode="fixed", **opts)
+    else:
+        body = np.array2string(arr, **opts)
+    extras = []
+    default = {"f": float32, "i": int64, "b": bool_}.get(arr.dtype.kind)
+    if arr.dtype != default:
+        extras.append(f"dtype={dtype_name(arr.dtype)}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def from_numpy(array):
+    """A tensor sharing array's memory and dtype."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype not in _SUPPORTED:
+        raise TypeError(f"from_numpy: unsupported dtype {array.dtype}; lucid supports float32, "
+                        "float64, int32, int64 and bool")
+    if not array.dtype.isnative:
+        raise TypeError("from_numpy: arrays in non-native byte order are not supported")
+    return wrap(array)
+
+
+def _from_array(array, bint requires_grad=False):
+    """A tensor over an ndarray lucid already owns (constructors use it)."""
+    cdef Tensor t = wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -1,0 +1,141 @@
+"""gradcheck: compare analytic Jacobians with central finite differences."""
+import numpy as np
+
+from .. import _core
+
+
+class GradcheckError(RuntimeError):
+    """An analytic gradient disagrees with the numerical one."""
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _tensor_outputs(fn, inputs):
+    outputs = _as_tuple(fn(*inputs))
+    return [o for o in outputs if isinstance(o, _core.Tensor)]
+
+
+def _differentiable(inputs):
+    return [i for i, x in enumerate(inputs)
+            if isinstance(x, _core.Tensor) and x.requires_grad]
+
+
+def numerical_jacobians(fn, inputs, eps):
+    """J[out][inp] of shape (out.numel, inp.numel) by central differences."""
+    wanted = _differentiable(inputs)
+    with _core_no_grad():
+        outputs = _tensor_outputs(fn, inputs)
+        jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in wanted] for o in outputs]
+        for col, i in enumerate(wanted):
+            flat = inputs[i].detach().numpy().reshape(-1)
+            if not np.shares_memory(flat, inputs[i].detach().numpy()):
+                raise ValueError(f"gradcheck: input {i} is not contiguous; pass .clone()")
+            for k in range(flat.size):
+                original = flat[k]
+                flat[k] = original + eps
+                plus = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
+                        for o in _tensor_outputs(fn, inputs)]
+                flat[k] = original - eps
+                minus = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
+                         for o in _tensor_outputs(fn, inputs)]
+                flat[k] = original
+                for r, (p, m) in enumerate(zip(plus, minus)):
+                    jac[r][col][:, k] = (p - m) / (2 * eps)
+    return outputs, wanted, jac
+
+
+def analytic_jacobians(fn, inputs, wanted, create_graph=False):
+    """J[out][inp] from lucid's backward, one row per output entry."""
+    outputs = _tensor_outputs(fn, inputs)
+    jac = []
+    for o in outputs:
+        rows = [np.zeros((o.numel(), inputs[i].numel())) for i in wanted]
+        if o.requires_grad:
+            for r in range(o.numel()):
+                seed = np.zeros(o.numel(), dtype=o.dtype)
+                seed[r] = 1
+                grads = _core.grad((o,), tuple(inputs[i] for i in wanted),
+                                   (_core.from_numpy(seed.reshape(o.shape)),),
+                                   retain_graph=True, create_graph=create_graph,
+                                   allow_unused=True)
+                for col, g in enumerate(grads):
+                    if g is not None:
+                        rows[col][r, :] = g.detach().numpy().reshape(-1)
+        jac.append(rows)
+    return jac
+
+
+class _core_no_grad:
+    def __enter__(self):
+        self.previous = _core._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _core._set_grad_enabled(self.previous)
+
+
+def _compare(analytic, numerical, wanted, atol, rtol, what):
+    for r, (arows, nrows) in enumerate(zip(analytic, numerical)):
+        for col, (a, n) in enumerate(zip(arows, nrows)):
+            bad = np.abs(a - n) - (atol + rtol * np.abs(n))
+            if bad.size and np.nanmax(np.where(np.isnan(bad), np.inf, bad)) > 0:
+                flat = np.argmax(np.where(np.isnan(bad), np.inf, bad))
+                o, k = np.unravel_index(flat, a.shape)
+                return (f"{what} mismatch for output {r} with respect to input {wanted[col]}: "
+                        f"worst entry d(output[{o}])/d(input[{k}]): analytic {a[o, k]!r}, "
+                        f"numerical {n[o, k]!r} (atol={atol}, rtol={rtol})\n"
+                        f"analytic:\n{a}\nnumerical:\n{n}")
+    return None
+
+
+def _check_inputs(inputs):
+    inputs = _as_tuple(inputs)
+    wanted = _differentiable(inputs)
+    if not wanted:
+        raise ValueError("gradcheck: no input requires grad; pass tensors with requires_grad=True")
+    for i in wanted:
+        if inputs[i].dtype != _core.float64:
+            raise ValueError(f"gradcheck: input {i} is {inputs[i].dtype}; use float64 inputs "
+                             "(finite differences in float32 are too coarse)")
+    return inputs
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """Check fn's backward against central finite differences for every input and output."""
+    inputs = _check_inputs(inputs)
+    outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
+    analytic = analytic_jacobians(fn, inputs, wanted)
+    message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
+    if message is None:
+        return True
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True):
+    """Check the second derivatives of fn: gradcheck of (inputs, v) -> v . dfn/dinputs."""
+    inputs = _check_inputs(inputs)
+    wanted = _differentiable(inputs)
+    outputs = _tensor_outputs(fn, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(_core._from_array(rng.standard_normal(o.shape), True)
+                             for o in outputs if o.requires_grad)
+    grad_outputs = _as_tuple(grad_outputs)
+    n = len(inputs)
+
+    def first_derivatives(*args):
+        xs, vs = args[:n], args[n:]
+        previous = _core._set_grad_enabled(True)
+        try:
+            outs = [o for o in _tensor_outputs(fn, xs) if o.requires_grad]
+            return _core.grad(tuple(outs), tuple(xs[i] for i in wanted), tuple(vs),
+                              create_graph=True, allow_unused=True, materialize_grads=True)
+        finally:
+            _core._set_grad_enabled(previous)
+
+    return gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
+                     raise_exception)

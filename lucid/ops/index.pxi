@@ -1,0 +1,79 @@
+# Indexing: x[idx] with ints, slices, None, ellipsis, and integer or boolean index arrays.
+
+cdef object index_key(object index):
+    """The NumPy key for a lucid index (tensors become their arrays)."""
+    if isinstance(index, tuple):
+        return tuple(index_key(i) for i in index)
+    if isinstance(index, Tensor):
+        if (<Tensor>index).data.dtype.kind == "f":
+            raise IndexError("tensors used as indices must be integer or bool tensors")
+        return (<Tensor>index).data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+cdef bint is_basic(object key):
+    """Ints, slices, None and ellipsis only: NumPy returns a view."""
+    cdef tuple parts = key if isinstance(key, tuple) else (key,)
+    for p in parts:
+        if not (p is None or p is Ellipsis or isinstance(p, (int, slice, np.integer))) or \
+                isinstance(p, (bool, np.bool_)):
+            return False
+    return True
+
+
+cdef class IndexBackward(Node):
+    """y = x[idx]  ->  gx = index_backward(g, x.shape, idx): zeros with g added at idx"""
+    cdef tuple in_shape
+    cdef object key
+
+    cdef tuple apply(self, tuple grads):
+        return (index_backward(grads[0], self.in_shape, self.key),)
+
+
+cpdef Tensor getitem(Tensor a, object index):
+    """a[index]: a view for basic indexing, a copy for index arrays."""
+    cdef object key = index_key(index)
+    cdef bint basic = is_basic(key)
+    cdef object arr
+    try:
+        if basic:
+            arr = a.data[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)] \
+                if Ellipsis not in (key if isinstance(key, tuple) else (key,)) else a.data[key]
+        else:
+            arr = as_array(a.data[key])
+    except IndexError as e:
+        raise IndexError(f"index {index!r} is out of range for a tensor of shape "
+                         f"{a.data.shape}: {e}") from None
+    cdef Tensor out = wrap_like_view(arr, a) if basic else wrap(arr)
+    cdef IndexBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = IndexBackward.__new__(IndexBackward)
+        record(node, a, None)
+        node.in_shape = a.data.shape
+        node.key = key
+        attach_output(out, node, 0)
+    return out
+
+
+cdef class IndexBackwardBackward(Node):
+    """z = index_backward(g, s, idx)  ->  gg = gz[idx]"""
+    cdef object key
+
+    cdef tuple apply(self, tuple grads):
+        return (getitem(grads[0], self.key),)
+
+
+cpdef Tensor index_backward(Tensor g, tuple shape, object key):
+    """zeros(shape) with g added at key (repeated indices accumulate)."""
+    cdef object arr = np.zeros(shape, dtype=g.data.dtype)
+    np.add.at(arr, key, g.data)
+    cdef Tensor out = wrap(arr)
+    cdef IndexBackwardBackward node
+    if grad_enabled() and g.requires_grad_c():
+        node = IndexBackwardBackward.__new__(IndexBackwardBackward)
+        record(node, g, None)
+        node.key = key
+        attach_output(out, node, 0)
+    return out

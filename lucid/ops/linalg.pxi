@@ -1,0 +1,63 @@
+# Matrix multiplication with NumPy's matmul semantics (1-D operands, batch broadcasting).
+
+cdef class MatmulBackward(Node):
+    """z = x @ y  ->  gx = g @ y^T, gy = x^T @ g  (1-D operands as rows/columns, batch summed)"""
+    cdef SavedTensor a
+    cdef SavedTensor b
+    cdef cnp.dtype a_dtype
+    cdef cnp.dtype b_dtype
+
+    cdef void release_saved(self):
+        self.a = None
+        self.b = None
+
+    cdef tuple apply(self, tuple grads):
+        cdef Tensor g = grads[0]
+        cdef Tensor x = self.a.unpack(self)
+        cdef Tensor y = self.b.unpack(self)
+        cdef tuple xs = x.data.shape, ys = y.data.shape
+        cdef Tensor x2 = reshape(x, (1,) + xs) if len(xs) == 1 else x
+        cdef Tensor y2 = reshape(y, ys + (1,)) if len(ys) == 1 else y
+        cdef tuple gs = g.data.shape
+        if len(xs) == 1 and len(ys) == 1:
+            gs = (1, 1)
+        elif len(xs) == 1:
+            gs = gs[:len(gs) - 1] + (1, gs[len(gs) - 1])
+        elif len(ys) == 1:
+            gs = gs + (1,)
+        cdef Tensor g2 = reshape(g, gs)
+        gx = gy = None
+        if needs(self, 0):
+            gx = reduce_grad(reshape(sum_to(matmul(g2, transpose(y2, -1, -2)), x2.data.shape), xs),
+                             None, self.a_dtype)
+        if needs(self, 1):
+            gy = reduce_grad(reshape(sum_to(matmul(transpose(x2, -1, -2), g2), y2.data.shape), ys),
+                             None, self.b_dtype)
+        return (gx, gy)
+
+
+cpdef Tensor matmul(object x, object y):
+    """Matrix product x @ y."""
+    cdef Tensor a = operand(x, "matmul")
+    cdef Tensor b = operand(y, "matmul")
+    if a._wrapped_number or b._wrapped_number or ndim_of(a.data) == 0 \
+            or ndim_of(b.data) == 0:
+        raise RuntimeError(f"matmul: both operands need at least one dimension, got shapes "
+                           f"{a.data.shape} and {b.data.shape}")
+    cdef cnp.dtype dt = result_dtype(a, b)
+    cdef object arr
+    try:
+        arr = np.matmul(a.data, b.data, dtype=dt)
+    except ValueError:
+        raise shape_error("matmul", a, b, "cannot be multiplied") from None
+    cdef Tensor out = wrap(as_array(arr))
+    cdef MatmulBackward node
+    if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
+        node = MatmulBackward.__new__(MatmulBackward)
+        record(node, a, b)
+        node.a_dtype = descr(a.data)
+        node.b_dtype = descr(b.data)
+        node.a = save_tensor(a, node, False)
+        node.b = save_tensor(b, node, False)
+        attach_output(out, node, 0)
+    return out

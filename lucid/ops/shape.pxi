@@ -1,0 +1,148 @@
+# Shape ops: reshape, view, transpose, expand, and sum_to (expand's reverse).
+# NOTE: expand is sum in reverse, and sum is expand in reverse; each backward is the other op.
+
+cdef tuple as_shape(object shape, str op):
+    try:
+        return tuple(int(s.__index__()) for s in shape)
+    except (AttributeError, TypeError):
+        raise TypeError(f"{op}: a shape is a sequence of ints, got {shape!r}") from None
+
+
+cdef inline bint shares_memory(object view, object base):
+    """Is view's memory base's (numpy kept a view rather than copying)?"""
+    return np.shares_memory(view, base) if view.size else True
+
+
+cdef class ReshapeBackward(Node):
+    """y = reshape(x, s)  ->  gx = reshape(g, x.shape)"""
+    cdef tuple in_shape
+
+    cdef tuple apply(self, tuple grads):
+        return (reshape(grads[0], self.in_shape),)
+
+
+cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
+    cdef tuple s = as_shape(shape, op)
+    cdef object arr
+    try:
+        arr = a.data.reshape(s)
+    except ValueError:
+        raise RuntimeError(f"{op}: shape {s} is invalid for a tensor of shape "
+                           f"{a.data.shape} ({a.data.size} elements)") from None
+    cdef bint is_view = arr.base is not None and shares_memory(arr, a.data)
+    if must_view and not is_view:
+        raise RuntimeError(f"view: a tensor of shape {a.data.shape} and strides "
+                           f"{a.data.strides} cannot be viewed as {s}; use reshape()")
+    cdef Tensor out = wrap_like_view(arr, a) if is_view else wrap(arr)
+    cdef ReshapeBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = ReshapeBackward.__new__(ReshapeBackward)
+        record(node, a, None)
+        node.in_shape = a.data.shape
+        attach_output(out, node, 0)
+    return out
+
+
+cpdef Tensor reshape(Tensor a, object shape):
+    """a with a new shape (a view when the layout allows, else a copy)."""
+    return reshape_impl(a, shape, False, "reshape")
+
+
+cpdef Tensor view(Tensor a, object shape):
+    """a with a new shape, sharing its memory (RuntimeError when the layout does not allow)."""
+    return reshape_impl(a, shape, True, "view")
+
+
+cdef class TransposeBackward(Node):
+    """y = transpose(x, d0, d1)  ->  gx = transpose(g, d0, d1)"""
+    cdef int dim0
+    cdef int dim1
+
+    cdef tuple apply(self, tuple grads):
+        return (transpose(grads[0], self.dim0, self.dim1),)
+
+
+cpdef Tensor transpose(Tensor a, object dim0, object dim1):
+    """a with dims dim0 and dim1 swapped (a view)."""
+    cdef int nd = ndim_of(a.data)
+    cdef Py_ssize_t d0 = normalize_dim(dim0, nd), d1 = normalize_dim(dim1, nd)
+    cdef Tensor out = wrap_like_view(np.swapaxes(a.data, d0, d1) if nd > 0 else a.data.view(), a)
+    cdef TransposeBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = TransposeBackward.__new__(TransposeBackward)
+        record(node, a, None)
+        node.dim0 = d0
+        node.dim1 = d1
+        attach_output(out, node, 0)
+    return out
+
+
+cdef class ExpandBackward(Node):
+    """y = expand(x, s)  ->  gx = sum_to(g, x.shape)"""
+    cdef tuple in_shape
+
+    cdef tuple apply(self, tuple grads):
+        return (sum_to(grads[0], self.in_shape),)
+
+
+cpdef Tensor expand(Tensor a, object shape):
+    """a broadcast to shape (-1 keeps a dim), as a read-only view."""
+    cdef list s = list(as_shape(shape, "expand"))
+    cdef tuple in_shape = a.data.shape
+    cdef Py_ssize_t lead = len(s) - len(in_shape), i
+    if lead < 0:
+        raise RuntimeError(f"expand: shape {tuple(s)} has fewer dims than the tensor's {in_shape}")
+    for i in range(len(s)):
+        if s[i] == -1:
+            if i < lead:
+                raise RuntimeError(f"expand: -1 is not allowed for a new leading dim in {tuple(s)}")
+            s[i] = in_shape[i - lead]
+    cdef tuple target = tuple(s)
+    if target == in_shape:
+        return a
+    try:
+        arr = np.broadcast_to(a.data, target)
+    except ValueError:
+        raise RuntimeError(f"expand: a tensor of shape {in_shape} cannot be expanded to "
+                           f"{target}") from None
+    cdef Tensor out = wrap_like_view(arr, a)
+    cdef ExpandBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = ExpandBackward.__new__(ExpandBackward)
+        record(node, a, None)
+        node.in_shape = in_shape
+        attach_output(out, node, 0)
+    return out
+
+
+cdef class SumToBackward(Node):
+    """y = sum_to(x, s)  ->  gx = expand(g, x.shape)"""
+    cdef tuple in_shape
+
+    cdef tuple apply(self, tuple grads):
+        return (expand(grads[0], self.in_shape),)
+
+
+cpdef Tensor sum_to(Tensor a, tuple shape):
+    """a summed over the dims that broadcasting added or stretched, down to shape."""
+    cdef tuple in_shape = a.data.shape
+    if in_shape == shape:
+        return a
+    cdef Py_ssize_t lead = len(in_shape) - len(shape), i
+    if lead < 0:
+        raise RuntimeError(f"sum_to: shape {in_shape} cannot be reduced to {shape}")
+    cdef list axes = list(range(lead))
+    for i in range(len(shape)):
+        if shape[i] == 1 and in_shape[lead + i] != 1:
+            axes.append(lead + i)
+        elif shape[i] != in_shape[lead + i]:
+            raise RuntimeError(f"sum_to: shape {in_shape} cannot be reduced to {shape}")
+    cdef object arr = np.sum(a.data, axis=tuple(axes), keepdims=True)
+    cdef Tensor out = wrap(as_array(arr).reshape(shape))
+    cdef SumToBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = SumToBackward.__new__(SumToBackward)
+        record(node, a, None)
+        node.in_shape = in_shape
+        attach_output(out, node, 0)
+    return out

@@ -1,0 +1,40 @@
+"""Build the compiled core. All Cython compiler directives live here, in one place.
+
+LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on.
+LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
+"""
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
+
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": not DEBUG,
+    "embedsignature": True,
+    "binding": False,
+}
+
+extensions = [
+    Extension(
+        "lucid._core",
+        ["lucid/_core.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O2"] if not DEBUG else ["-O0", "-g"],
+    )
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=DIRECTIVES,
+        annotate=os.environ.get("LUCID_ANNOTATE", "") not in ("", "0"),
+    ),
+)
