@@ -74,6 +74,9 @@ def parse_args(argv):
     p.add_argument("--json", metavar="PATH", help="write the results and environment as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ratios "
                                                   "(needs matplotlib)")
+    p.add_argument("--clock", choices=sorted(h.CLOCKS), default="wall",
+                   help="wall: perf_counter (default); cpu: this thread's CPU time, steadier "
+                        "on a busy machine")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     p.add_argument("--in-process", action="store_true",
                    help="measure in this process (no crash isolation; for debugging/profiling)")
@@ -103,7 +106,7 @@ def read_records(path):
     return recs
 
 
-def run_workers(mods, quick):
+def run_workers(mods, quick, clock="wall"):
     """Run the workloads in child processes; returns the list of records.
 
     When the child dies (crash, or no progress within the timeout), the cell it was in gets an
@@ -119,6 +122,7 @@ def run_workers(mods, quick):
         items = ",".join(f"{i}:{m.ID}" + (f":-{skip}" if skip else "") for i, m, skip in pending)
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", items, "--_out", out_path,
                f"--_lib={len(mods)}"]
+        cmd.append(f"--clock={clock}")
         if quick:
             cmd.append("--quick")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
@@ -188,8 +192,9 @@ def assemble(mods, records, args, env):
     return {
         "schema": "lucid-benchmarks/1",
         "command": [os.path.basename(sys.executable)] + sys.argv,
-        "config": {"quick": args.quick, "seed": h.SEED, "policy": policy,
-                   "timing": "perf_counter_ns around forward and around backward; leaves and "
+        "config": {"quick": args.quick, "seed": h.SEED, "policy": policy, "clock": args.clock,
+                   "timing": f"{h.CLOCKS[args.clock].__name__} around forward and around "
+                             "backward; leaves and "
                              "gradient reset outside; repetitions round-robin across libraries "
                              "after warm-up; gc enabled",
                    "memory_method": h.MEMORY_METHOD},
@@ -200,6 +205,7 @@ def assemble(mods, records, args, env):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    h.set_clock(args.clock)
     if args._memory:
         mod = load_workloads(args._memory)[0]
         h.memory_main(mod, args._lib, args.quick)
@@ -230,7 +236,7 @@ def main(argv=None):
         records = read_records(out_path)
         os.unlink(out_path)
     else:
-        records = run_workers(mods, args.quick)
+        records = run_workers(mods, args.quick, args.clock)
     envs = [r["env"] for r in records if r["type"] == "env"]
     env = envs[0] if envs else h.env_info({})
     report = assemble(mods, records, args, env)

@@ -47,7 +47,8 @@ def tensor(data, dtype=None, requires_grad=False):
                              f"sequence of numbers ({e})") from None
         if array.dtype == object:
             raise TypeError(f"tensor(): can't make a tensor from {type(data).__name__} values")
-        array = array.astype(_values_dtype(array), copy=False)
+        if dtype is None:
+            array = array.astype(_values_dtype(array), copy=False)
     if dtype is not None:
         array = array.astype(_core.as_dtype(dtype), copy=False)
     return _core._from_array(np.ascontiguousarray(array) if array.ndim else array, requires_grad)

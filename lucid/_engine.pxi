@@ -141,8 +141,8 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where):
     return g
 
 
-cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph):
-    """Tensor hooks on node's outputs (or its leaf), then retain_grad; returns the new grads."""
+cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumulate):
+    """Tensor hooks on node's outputs (or its leaf), then retain_grad (backward() only)."""
     cdef list out = list(grads)
     cdef Tensor t, g
     if type(node) is AccumulateGrad:
@@ -153,7 +153,7 @@ cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph):
         for slot, hooks in node.pre_hooks.items():
             if out[slot] is not None and hooks:
                 out[slot] = run_hooks(hooks, <Tensor>out[slot], f"an output of {node.name()}")
-    if node.retain_grad_slots:
+    if node.retain_grad_slots and accumulate:
         for slot, ref in node.retain_grad_slots:
             t = ref()
             if t is None or out[slot] is None:
@@ -244,7 +244,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
             if any_grad:
                 if node.pre_hooks is not None or node.retain_grad_slots is not None or (
                         type(node) is AccumulateGrad and (<AccumulateGrad>node).variable._hooks):
-                    grads = run_pre_hooks(node, grads, create_graph)
+                    grads = run_pre_hooks(node, grads, create_graph, accumulate)
                     owned = 0
                 if state & EXEC_CAPTURE:
                     for k in range(len(targets)):

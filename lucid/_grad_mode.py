@@ -20,8 +20,11 @@ class _GradMode:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)() if type(self) is not set_grad_enabled else set_grad_enabled(self.enabled):
+            previous = _core._set_grad_enabled(self.enabled)
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                _core._set_grad_enabled(previous)
         return wrapper
 
 
@@ -44,6 +47,11 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self):
         return self
+
+    def __call__(self, fn):
+        # Used as a decorator: the mode applies to calls of fn only, not from now on.
+        _core._set_grad_enabled(self._previous)
+        return super().__call__(fn)
 
 
 def is_grad_enabled():

@@ -13,6 +13,17 @@ import lucid
 SEED = 20240601
 
 
+@pytest.fixture(autouse=True)
+def _grad_mode_enabled():
+    """Every test starts with grad mode on; a test that leaves it off (a failing grad-mode test)
+    must not make unrelated tests fail."""
+    if not lucid.is_grad_enabled():
+        lucid.set_grad_enabled(True)
+    yield
+    if not lucid.is_grad_enabled():
+        lucid.set_grad_enabled(True)
+
+
 @pytest.fixture
 def rng():
     """A freshly seeded NumPy generator per test (independent of lucid's RNG)."""

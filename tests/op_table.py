@@ -61,6 +61,14 @@ op("lucid.sub", lambda x, y: lucid.sub(x, y), np.subtract, BINARY_SHAPES[:3], (A
 op("mul", lambda x, y: x * y, np.multiply, BINARY_SHAPES, (ANY, ANY))
 op("lucid.mul", lambda x, y: lucid.mul(x, y), np.multiply, BINARY_SHAPES[:3], (ANY, ANY))
 op("mul_same_tensor", lambda x: x * x, lambda a: a * a, UNARY_SHAPES, (ANY,))
+# one gradient sent down two edges into the same node: must not be aliased / double-counted
+op("add_same_tensor", lambda x: x + x, lambda a: a + a, UNARY_SHAPES, (ANY,))
+op("sub_same_tensor", lambda x: x - x, lambda a: a - a, UNARY_SHAPES, (ANY,))
+op("div_same_tensor", lambda x: x / x, lambda a: a / a, UNARY_SHAPES, (NONZERO,))
+op("add_twice_then_mul", lambda x: ((x + x) + x) * x, lambda a: ((a + a) + a) * a, UNARY_SHAPES, (ANY,))
+op("clone_plus_self", lambda x: x.clone() + x.clone() * 2.0, lambda a: a + a * 2.0, UNARY_SHAPES, (ANY,))
+op("reshape_paths_rejoin", lambda x: x.reshape(3, 2).transpose(0, 1) * x + x,
+   lambda a: a.reshape(3, 2).T * a + a, (((2, 3),),), (ANY,))
 op("div", lambda x, y: x / y, np.divide, BINARY_SHAPES, (ANY, NONZERO))
 op("lucid.div", lambda x, y: lucid.div(x, y), np.divide, BINARY_SHAPES[:3], (ANY, NONZERO))
 op("pow_tt", lambda x, y: x ** y, np.power, BINARY_SHAPES, (POS, ANY))

@@ -129,6 +129,6 @@ def test_chain_with_saved_tensors_is_released_by_refcount():
     """, n=20000)
     vals = dict(line.split() for line in out.strip().splitlines())
     grown = int(vals["grown"])
-    assert grown > 2_000_000, f"graph of 80k nodes should take memory, measured {grown} bytes"
+    assert grown > 500_000, f"graph of 80k nodes should take memory, measured {grown} bytes"
     assert int(vals["after_free"]) < grown / 20, out
     assert int(vals["after_backward"]) < grown / 20, out

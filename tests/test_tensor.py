@@ -35,6 +35,15 @@ def test_tensor_from_python_floats_is_float32_copy():
     assert_close(x, np.array([[1., 2.], [3., 4.]], dtype=np.float32))
 
 
+@pytest.mark.parametrize("data", [[0.3, -0.2], 0.1, [[1e-300, 1.0 / 3.0]]], ids=["list", "scalar", "nested"])
+def test_tensor_from_python_floats_with_float64_dtype_is_exact(data):
+    # Python floats are doubles: asking for float64 must not round through float32
+    t = lucid.tensor(data, dtype=lucid.float64)
+    assert t.dtype == lucid.float64
+    np.testing.assert_array_equal(t.numpy(), np.array(data, dtype=np.float64))
+    assert t.tolist() == data
+
+
 def test_tensor_from_python_ints_is_int64():
     t = lucid.tensor([1, 2, 3])
     assert t.dtype == lucid.int64
@@ -271,8 +280,8 @@ def test_promotion_values_are_correct():
     f64 = lucid.tensor(np.array([1e-10, 1e-10], dtype=np.float64))
     s = f32 + f64
     assert s.dtype == lucid.float64
-    # computed in float64: the tiny addend survives
-    assert_close(s - 1.0, np.array([1e-10, 1.0 + 1e-10]) , rtol=1e-12, atol=0)
+    # computed in float64: the tiny addend survives (in float32 it would vanish)
+    assert_close(s, np.array([1.0 + 1e-10, 2.0 + 1e-10]), rtol=0, atol=1e-15)
 
 
 # ---------------------------------------------------------------------------------------------

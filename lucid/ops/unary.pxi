@@ -88,7 +88,7 @@ cdef class TanhBackwardBackward(Node):
 
 cpdef Tensor tanh_backward(Tensor g, Tensor y):
     """g * (1 - y*y), in one pass over fresh memory."""
-    cdef object yy = np.multiply(y.data, y.data)
+    cdef object yy = as_array(np.multiply(y.data, y.data))
     np.subtract(1, yy, out=yy)
     np.multiply(g.data, yy, out=yy)
     cdef Tensor out = wrap(as_array(yy))
