@@ -3,9 +3,11 @@ import os as _os
 
 from . import _core
 from ._core import (
-    Tensor, Storage, add, sub, mul, div, pow, neg, matmul, exp, log, tanh, relu, sum, mean,
-    reshape, transpose, clone,
+    Tensor, Storage, add, sub, mul, div, pow, neg, matmul, exp, log, sqrt, abs, sin, cos, tanh,
+    sigmoid, relu, clamp, maximum, minimum, where, sum, mean, amax, amin, reshape, view,
+    transpose, permute, flatten, squeeze, unsqueeze, expand, cat, stack, clone,
 )
+from ._core import reduce_max as max, reduce_min as min
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
     manual_seed, randn, rand,

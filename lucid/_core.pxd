@@ -23,6 +23,7 @@ cdef bint set_grad_enabled_c(bint on) noexcept nogil   # set it; returns the pre
 # ------------------------------------------------------------------------------------------------
 cdef class Storage:
     cdef readonly int64_t version               # bumped by every in-place change of the memory
+    cdef readonly int64_t graph_version         # bumped by in-place changes recorded in the graph
     cdef readonly object base                   # the ndarray that owns the memory
 
 
@@ -41,7 +42,7 @@ cdef class Tensor:
     cdef object _grad_accumulator               # weakref to this leaf's AccumulateGrad, or None
     cdef dict _hooks                            # leaf hooks {handle id: fn}, or None
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
-    cdef int64_t _view_version                  # base's version when the view was taken
+    cdef int64_t _view_version                  # storage's graph_version when the view was taken
     cdef object __weakref__
 
     cdef Storage storage(self)                  # the storage, made if missing

@@ -50,6 +50,8 @@ cdef class Node:
         cdef Node producer
         if t is None or not t.requires_grad_c():
             return
+        if t._view_base is not None and t._view_version != t._storage.graph_version:
+            raise_stale_view(t)
         producer = gradient_node(t)
         Py_INCREF(producer)
         Py_XDECREF(self.next_edges[i].node)
@@ -133,3 +135,10 @@ cdef Node gradient_node(Tensor t):
     acc.sequence_nr = next_sequence_nr()
     t._grad_accumulator = PyWeakref_NewRef(acc, None)
     return acc
+
+
+cdef void raise_stale_view(Tensor t) except *:
+    raise RuntimeError(
+        f"this view (shape {t.data.shape}) was taken before its base was changed in place by a "
+        "recorded operation, so its history is out of date; take the view again after the "
+        "in-place change (or clone() it before)")

@@ -337,6 +337,45 @@ cdef class Tensor:
     def relu(self):
         return relu(self)
 
+    def sqrt(self):
+        return sqrt(self)
+
+    def abs(self):
+        return abs(self)
+
+    def __abs__(self):
+        return abs(self)
+
+    def sin(self):
+        return sin(self)
+
+    def cos(self):
+        return cos(self)
+
+    def sigmoid(self):
+        return sigmoid(self)
+
+    def clamp(self, min=None, max=None):
+        return clamp(self, min, max)
+
+    def maximum(self, other):
+        return maximum(self, other)
+
+    def minimum(self, other):
+        return minimum(self, other)
+
+    def amax(self, dim=None, keepdim=False):
+        return amax(self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return amin(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        return reduce_max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return reduce_min(self, dim, keepdim)
+
     def sum(self, dim=None, keepdim=False):
         return sum(self, dim, keepdim)
 
@@ -355,6 +394,22 @@ cdef class Tensor:
 
     def expand(self, *shape):
         return expand(self, shape_arg(shape))
+
+    def permute(self, *dims):
+        return permute(self, shape_arg(dims))
+
+    @property
+    def T(self):
+        return permute(self, tuple(range(ndim_of(self.data) - 1, -1, -1)))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dim=None):
+        return squeeze(self, dim)
+
+    def unsqueeze(self, dim):
+        return unsqueeze(self, dim)
 
 
 cdef Py_ssize_t _hook_counter = 0
@@ -396,7 +451,7 @@ cdef Tensor wrap_like_view(object array, Tensor base):
     t.data = <cnp.ndarray>array
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
-    t._view_version = t._storage.version
+    t._view_version = t._storage.graph_version
     return t
 
 

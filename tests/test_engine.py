@@ -756,3 +756,118 @@ def test_backward_under_no_grad_still_works():
         y.backward()
     assert_close(x.grad, [2.0, 4.0])
     assert not x.grad.requires_grad
+
+
+# ---------------------------------------------------------------------------------------------
+# independent graphs from several threads (API.md section 6)
+# ---------------------------------------------------------------------------------------------
+
+def test_independent_graphs_backward_from_threads():
+    import sys
+    errors = []
+    n_threads, n_iter = 4, 60
+    start = threading.Barrier(n_threads)
+
+    def worker(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            start.wait(10)
+            for it in range(n_iter):
+                a = rng.standard_normal((4, 3))
+                x = f64(a, requires_grad=True)
+                h = x * 2.0
+                # a Python hook in the middle of the traversal gives other threads a chance to
+                # run their own backward while this one is suspended
+                h.register_hook(lambda g: g * 1.0)
+                y = (h.tanh() * x).sum()
+                if it % 2:
+                    y.backward()
+                    g = to_numpy(x.grad)
+                else:
+                    (g,) = lucid.autograd.grad(y, [x])
+                    g = to_numpy(g)
+                t = np.tanh(2 * a)
+                np.testing.assert_allclose(g, 2 * (1 - t * t) * a + t, rtol=1e-12, atol=1e-12)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors[0]
+
+
+def test_root_gradient_of_other_float_dtype_is_cast():
+    # PyTorch semantics: the gradient is validated by shape and cast to the output's dtype
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = x * 3.0
+    y.backward(gradient=lucid.tensor(np.array([1.0, 2.0], dtype=np.float32)))
+    assert x.grad.dtype == lucid.float64
+    assert_close(x.grad, [3.0, 6.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# roots: a leaf as root, the same root twice, a root that feeds another root
+# ---------------------------------------------------------------------------------------------
+
+def test_backward_on_leaf_itself_copies_user_gradient():
+    x = f64([1.0, 2.0], requires_grad=True)
+    g = f64([0.5, -1.0])
+    x.backward(gradient=g)
+    assert_close(x.grad, [0.5, -1.0])
+    x.backward(gradient=f64([1.0, 1.0]))
+    assert_close(x.grad, [1.5, 0.0])
+    assert_close(g, [0.5, -1.0]), "the user's gradient was used as x.grad and then mutated"
+
+
+def test_same_root_twice_sums_gradients():
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    lucid.autograd.backward([y, y], [f64([1.0, 0.0]), f64([0.5, 3.0])])
+    assert_close(x.grad, 2.0 * np.array([1.5, 3.0]))
+
+
+def test_root_that_feeds_another_root():
+    xv = np.array([1.0, -2.0])
+    x = f64(xv, requires_grad=True)
+    a = x * 2.0
+    b = a * 3.0
+    ga, gb = np.array([1.0, 2.0]), np.array([-1.0, 0.5])
+    lucid.autograd.backward([a, b], [f64(ga), f64(gb)])
+    assert_close(x.grad, 2.0 * (ga + 3.0 * gb))
+    x.grad = None
+    # and in the other order
+    a = x * 2.0
+    b = a * 3.0
+    lucid.autograd.backward([b, a], [f64(gb), f64(ga)])
+    assert_close(x.grad, 2.0 * (ga + 3.0 * gb))
+
+
+def test_grad_of_several_outputs_sharing_subgraph():
+    xv = np.array([0.3, -0.7])
+    x = f64(xv, requires_grad=True)
+    h = x.tanh()
+    o1 = (h * h).sum()
+    o2 = (h * x).sum()
+    (g,) = lucid.autograd.grad([o1, o2], [x])
+    t = np.tanh(xv)
+    assert_close(g, 2 * t * (1 - t * t) + (1 - t * t) * xv + t, rtol=1e-12, atol=1e-12)
+
+
+def test_call_forms_positional_and_single_tensor():
+    x = f64([1.0, 2.0], requires_grad=True)
+    (x * 3.0).backward(f64([1.0, 1.0]))                 # gradient positional
+    assert_close(x.grad, [3.0, 3.0])
+    res = lucid.autograd.grad((x * x).sum(), x)          # a single tensor as inputs
+    assert isinstance(res, tuple) and len(res) == 1
+    assert_close(res[0], [2.0, 4.0])
+    lucid.autograd.backward((x * 1.0).sum())             # a single tensor as tensors
+    assert_close(x.grad, [4.0, 4.0])

@@ -246,3 +246,67 @@ def test_error_messages_are_not_empty():
         with pytest.raises(RuntimeError) as ei:
             call()
         assert len(str(ei.value)) > 10
+
+
+# ---------------------------------------------------------------------------------------------
+# more misuse: assigning .grad, hooks, in-place dtype / index / shape errors, bad dims
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [
+    lambda: f64(np.ones(4)),
+    lambda: f64(np.ones((3, 1))),
+    lambda: lucid.tensor([1, 2, 3]),
+], ids=["wrong_size", "wrong_shape", "int_dtype"])
+def test_assigning_bad_grad_raises(bad):
+    x, _ = _leaf((3,))
+    g = _with_grad(x)
+    with pytest.raises((RuntimeError, TypeError, ValueError)):
+        x.grad = bad()
+    assert_close(x.grad, g, rtol=0, atol=0)
+
+
+def test_register_hook_on_tensor_not_requiring_grad_raises():
+    t = f64([1.0, 2.0])
+    with pytest.raises(RuntimeError):
+        t.register_hook(lambda g: g)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.add_(1.5),
+    lambda t: t.mul_(0.5),
+    lambda t: t.add_(lucid.tensor([0.5, 0.5, 0.5])),
+], ids=["add_float_scalar", "mul_float_scalar", "add_float_tensor"])
+def test_inplace_float_into_int_tensor_raises(call):
+    # the float result cannot be stored in an int tensor: an error, not a silent truncation
+    t = lucid.tensor([1, 2, 3])
+    v = t._version
+    with pytest.raises(RuntimeError):
+        call(t)
+    assert t.tolist() == [1, 2, 3] and t.dtype == lucid.int64
+    assert t._version == v
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda t: t.__setitem__(5, 1.0), IndexError),
+    (lambda t: t.__setitem__((0, 7), 1.0), IndexError),
+    (lambda t: t.__setitem__(0, f64(np.ones(4))), (RuntimeError, ValueError)),
+], ids=["index_out_of_range", "tuple_out_of_range", "value_wrong_shape"])
+def test_setitem_errors_leave_data(call, exc):
+    t = lucid.tensor(np.arange(6.0).reshape(2, 3))
+    snap = _snapshot(t)
+    with pytest.raises(exc):
+        call(t)
+    _assert_unchanged(snap, t)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.reshape(-1, -1),
+    lambda x: x.sum(dim=(0, 0)),
+    lambda x: lucid.mean(x, dim=(1, -1)),
+], ids=["reshape_two_minus1", "sum_duplicate_dim", "mean_duplicate_dim_negative"])
+def test_more_bad_dims(call):
+    x, _ = _leaf((2, 3))
+    snap = _snapshot(x)
+    with pytest.raises((RuntimeError, ValueError, IndexError)):
+        call(x)
+    _assert_unchanged(snap, x)

@@ -543,3 +543,31 @@ def test_optimizer_style_update_under_no_grad():
         w.add_(w.grad * -0.1)
     assert_close(w, np.array([1.0, -2.0]) - 0.1 * 2 * np.array([1.0, -2.0]))
     assert w.is_leaf and w.requires_grad
+
+
+# ---------------------------------------------------------------------------------------------
+# views and aliases share the version counter
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_view", [
+    lambda t: t.transpose(0, 1),
+    lambda t: t.reshape(6),
+    lambda t: t.detach(),
+], ids=["transpose", "reshape_contiguous", "detach"])
+def test_views_share_memory_and_version(make_view):
+    t = lucid.tensor(np.zeros((2, 3)))
+    v = make_view(t)
+    t0, v0 = t._version, v._version
+    v.add_(1.0)
+    assert_close(t, np.ones((2, 3)))
+    assert t._version > t0 and v._version > v0
+    t.mul_(3.0)
+    assert_close(v, np.full(v.shape, 3.0))
+    assert v._version == t._version
+
+
+def test_item_and_tolist_work_on_tensors_requiring_grad():
+    x = lucid.tensor(np.array([1.5, 2.5]), requires_grad=True)
+    assert x.sum().item() == 4.0
+    assert x.tolist() == [1.5, 2.5]
+    assert (x * 2.0).tolist() == [3.0, 5.0]

@@ -7,16 +7,19 @@ cdef enum InplaceOp:
 cdef tuple INPLACE_NAMES = ("add_", "sub_", "mul_", "div_", "copy_")
 
 
-cdef void check_inplace_allowed(Tensor self, Tensor value, str op) except *:
-    """Raise before writing when the write would corrupt the graph."""
+cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
+    """Raise before writing when the write can't be recorded; True when it must be recorded."""
     if not grad_enabled():
-        return
+        return False
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(f"{op}: a leaf tensor that requires grad can't be changed in place "
                            "while grad mode is on; do it under `with lucid.no_grad():`")
-    if self.requires_grad_c() or (value is not None and value.requires_grad_c()):
-        raise RuntimeError(f"{op}: in-place operations on tensors that are part of the graph "
-                           "are not supported yet; use the out-of-place op")
+    if not (self.requires_grad_c() or (value is not None and value.requires_grad_c())):
+        return False
+    if self._view_base is not None:
+        raise RuntimeError(f"{op}: in-place changes of a view that takes part in the graph are "
+                           "not supported; change the base tensor, or clone() the view first")
+    return True
 
 
 cdef object write_error(str op, Tensor self, Tensor value, object error):
@@ -30,12 +33,11 @@ cdef object write_error(str op, Tensor self, Tensor value, object error):
                         f"tensor of shape {self.data.shape}")
 
 
-cdef Tensor inplace_binary(Tensor self, object other, int op):
-    cdef str name = INPLACE_NAMES[op]
-    cdef Tensor value = operand(other, name)
-    check_inplace_allowed(self, value, name)
+cdef void write_inplace(Tensor self, Tensor value, int op, str name) except *:
     try:
         if op == INPLACE_COPY:
+            if not same_shape(self.data, value.data):
+                np.broadcast_to(value.data, self.data.shape)   # raise before writing
             np.copyto(self.data, value.data, casting="unsafe")
         elif op == INPLACE_ADD:
             np.add(self.data, value.data, out=self.data)
@@ -47,20 +49,126 @@ cdef Tensor inplace_binary(Tensor self, object other, int op):
             np.true_divide(self.data, value.data, out=self.data)
     except (ValueError, TypeError) as e:
         raise write_error(name, self, value, e) from None
+
+
+cdef inline bint shares_storage(Tensor a, Tensor b) noexcept:
+    return a is b or (a._storage is not None and a._storage is b._storage)
+
+
+cdef void mark_graph_changed(Tensor self):
+    """A recorded in-place op rewrote self's history: views taken before are now stale."""
+    cdef Storage s = self.storage()
+    s.graph_version += 1
+
+
+cdef Tensor history_snapshot(Tensor self):
+    """A copy of self's values that keeps self's current place in the graph."""
+    cdef Tensor old = wrap(np.array(self.data, copy=True))
+    old._grad_fn = self._grad_fn
+    old._output_nr = self._output_nr
+    old._requires_grad = self._requires_grad
+    return old
+
+
+cdef class CopyBackward(Node):
+    """x.copy_(v)  ->  gx_old = 0*g, gv = g (reduced to v's shape and dtype)"""
+    cdef object v_shape
+    cdef cnp.dtype v_dtype
+
+    cdef tuple apply(self, tuple grads):
+        g = grads[0]
+        return (mul(g, 0.0) if needs(self, 0) else None,
+                reduce_grad(g, self.v_shape, self.v_dtype) if needs(self, 1) else None)
+
+
+cdef Tensor inplace_binary(Tensor self, object other, int op):
+    cdef str name = INPLACE_NAMES[op]
+    cdef Tensor value = operand(other, name)
+    if not check_inplace(self, value, name):
+        write_inplace(self, value, op, name)
+        self.bump_version()
+        return self
+    if shares_storage(value, self):
+        value = clone(value)          # x.mul_(x): the value must not change under its node
+    cdef Tensor old = None
+    if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
+        old = history_snapshot(self)
+    cdef Node node
+    cdef BinaryBackward bnode
+    if op == INPLACE_COPY:
+        node = CopyBackward.__new__(CopyBackward)
+        (<CopyBackward>node).v_shape = shape_if_broadcast(value.data, self.data)
+        (<CopyBackward>node).v_dtype = descr(value.data)
+    else:
+        bnode = (AddBackward.__new__(AddBackward) if op == INPLACE_ADD else
+                 SubBackward.__new__(SubBackward) if op == INPLACE_SUB else
+                 MulBackward.__new__(MulBackward) if op == INPLACE_MUL else
+                 DivBackward.__new__(DivBackward))
+        bnode.a_shape = None
+        bnode.b_shape = shape_if_broadcast(value.data, self.data)
+        bnode.a_dtype = descr(self.data)
+        bnode.b_dtype = descr(value.data)
+        node = bnode
+    record(node, self, value)          # edges to self's history before the write
+    if op == INPLACE_MUL or op == INPLACE_DIV:
+        if needs(node, 0) or op == INPLACE_DIV:
+            bnode.b = save_tensor(value, node, False)
+        if old is not None:
+            bnode.a = save_tensor(old, node, False)
+    write_inplace(self, value, op, name)
     self.bump_version()
+    mark_graph_changed(self)
+    attach_output(self, node, 0)
     return self
+
+
+cdef class IndexPutBackward(Node):
+    """x[idx] = v  ->  gx_old = g with zeros at idx, gv = g[idx] (reduced to v's shape)"""
+    cdef object key
+    cdef object v_shape
+    cdef cnp.dtype v_dtype
+
+    cdef tuple apply(self, tuple grads):
+        cdef Tensor g = grads[0]
+        gx = gv = None
+        if needs(self, 0):
+            keep = np.ones(g.data.shape, dtype=g.data.dtype)
+            keep[self.key] = 0
+            gx = mul(g, wrap(keep))
+        if needs(self, 1):
+            picked = getitem(g, self.key)
+            gv = reduce_grad(picked, None if self.v_shape == picked.data.shape else self.v_shape,
+                             self.v_dtype)
+        return (gx, gv)
 
 
 cdef void setitem(Tensor self, object index, object value) except *:
     """self[index] = value."""
     cdef Tensor v = operand(value, "setitem")
-    check_inplace_allowed(self, v, "setitem")
+    cdef bint recorded = check_inplace(self, v, "setitem")
     cdef object key = index_key(index)
+    cdef IndexPutBackward node
+    if recorded and shares_storage(v, self):
+        v = clone(v)
     try:
-        self.data[key] = v.data
+        target_shape = self.data[key].shape
+        np.broadcast_to(v.data, target_shape)          # raise before writing
     except IndexError as e:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                          f"{self.data.shape}: {e}") from None
+    except ValueError as e:
+        raise write_error("setitem", self, v, e) from None
+    if recorded:
+        node = IndexPutBackward.__new__(IndexPutBackward)
+        node.key = key
+        node.v_shape = v.data.shape
+        node.v_dtype = descr(v.data)
+        record(node, self, v)
+    try:
+        self.data[key] = v.data
     except (ValueError, TypeError) as e:
         raise write_error("setitem", self, v, e) from None
     self.bump_version()
+    if recorded:
+        mark_graph_changed(self)
+        attach_output(self, node, 0)

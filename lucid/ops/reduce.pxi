@@ -83,3 +83,99 @@ def sum(input, dim=None, keepdim=False):
 def mean(input, dim=None, keepdim=False):
     """Mean of input over dim (all dims when None)."""
     return reduce_op(operand(input, "mean"), dim, keepdim, True)
+
+
+cdef class AmaxBackward(Node):
+    """y = amax(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)"""
+    cdef object weight            # ndarray of x's shape: 1/count where x is extreme, else 0
+    cdef tuple in_shape
+    cdef tuple dims
+    cdef bint keepdim
+
+    cdef void release_saved(self):
+        self.weight = None
+
+    cdef tuple apply(self, tuple grads):
+        if self.weight is None:
+            raise_freed_graph(self)
+        return (mul(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),
+                    wrap(self.weight)),)
+
+
+cdef class AminBackward(AmaxBackward):
+    """y = amin(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)"""
+
+
+cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
+    cdef str name = "amax" if is_max else "amin"
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    if a.data.size == 0:
+        raise RuntimeError(f"{name}: the tensor of shape {a.data.shape} has no elements")
+    cdef object kept = (np.max if is_max else np.min)(a.data, axis=dims, keepdims=True)
+    cdef Tensor out = wrap(as_array(kept if keepdim else kept.reshape(
+        tuple(s for i, s in enumerate(a.data.shape) if i not in dims))))
+    cdef AmaxBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
+        record(node, a, None)
+        hit = (a.data == kept).astype(a.data.dtype)
+        node.weight = hit / np.sum(hit, axis=dims, keepdims=True)
+        node.in_shape = a.data.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        attach_output(out, node, 0)
+    return out
+
+
+def amax(input, dim=None, keepdim=False):
+    """Largest value of input over dim (all dims when None); ties share the gradient."""
+    return extreme_op(operand(input, "amax"), dim, keepdim, True)
+
+
+def amin(input, dim=None, keepdim=False):
+    """Smallest value of input over dim (all dims when None); ties share the gradient."""
+    return extreme_op(operand(input, "amin"), dim, keepdim, False)
+
+
+class ReductionResult(tuple):
+    """(values, indices) from max/min over a dim."""
+    __slots__ = ()
+
+    def __new__(cls, values, indices):
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"(values={self[0]!r}, indices={self[1]!r})"
+
+
+cdef object max_or_min(object input, object dim, bint keepdim, bint is_max):
+    cdef Tensor a = operand(input, "max" if is_max else "min")
+    if dim is None:
+        return extreme_op(a, None, False, is_max)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("max/min take one int dim; use amax/amin for several dims")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(a.data))
+    values = extreme_op(a, d, keepdim, is_max)
+    if ndim_of(a.data) == 0:
+        idx = np.zeros((), dtype=np.int64)
+    else:
+        idx = (np.argmax if is_max else np.argmin)(a.data, axis=d, keepdims=keepdim)
+    return ReductionResult(values, wrap(as_array(idx).astype(np.int64, copy=False)))
+
+
+def reduce_max(input, dim=None, keepdim=False):
+    """max(x): the largest value (0-d); max(x, dim): (values, indices) along dim."""
+    return max_or_min(input, dim, keepdim, True)
+
+
+def reduce_min(input, dim=None, keepdim=False):
+    """min(x): the smallest value (0-d); min(x, dim): (values, indices) along dim."""
+    return max_or_min(input, dim, keepdim, False)

@@ -146,3 +146,74 @@ cpdef Tensor sum_to(Tensor a, tuple shape):
         node.in_shape = in_shape
         attach_output(out, node, 0)
     return out
+
+
+cdef class PermuteBackward(Node):
+    """y = permute(x, p)  ->  gx = permute(g, inverse(p))"""
+    cdef tuple inverse
+
+    cdef tuple apply(self, tuple grads):
+        return (permute(grads[0], self.inverse),)
+
+
+cpdef Tensor permute(Tensor a, object dims):
+    """a with its dims reordered (a view)."""
+    cdef int nd = ndim_of(a.data)
+    cdef tuple order = tuple(dims)
+    if nd > 0:
+        order = tuple([normalize_dim(d, nd) for d in order])
+    if nd > 0 and sorted(order) != list(range(nd)):
+        raise RuntimeError(f"permute: {tuple(dims)} is not a permutation of the {nd} dims of a "
+                           f"tensor of shape {a.data.shape}")
+    if nd == 0 and order not in ((), (0,), (-1,)):
+        raise RuntimeError(f"permute: {tuple(dims)} is not a permutation of a 0-d tensor's dims")
+    cdef Tensor out = wrap_like_view(np.transpose(a.data, order) if nd > 0 else a.data.view(), a)
+    cdef PermuteBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = PermuteBackward.__new__(PermuteBackward)
+        record(node, a, None)
+        node.inverse = tuple(np.argsort(order).tolist()) if nd > 0 else ()
+        attach_output(out, node, 0)
+    return out
+
+
+cdef Tensor view_as_shape(Tensor a, object arr):
+    """A view of a with arr's (size-1-dims-only different) shape; gradient reshaped back."""
+    cdef Tensor out = wrap_like_view(arr, a)
+    cdef ReshapeBackward node
+    if grad_enabled() and a.requires_grad_c():
+        node = ReshapeBackward.__new__(ReshapeBackward)
+        record(node, a, None)
+        node.in_shape = a.data.shape
+        attach_output(out, node, 0)
+    return out
+
+
+def squeeze(Tensor input, dim=None):
+    """input without its size-1 dims (only dim, when given); a view."""
+    cdef int nd = ndim_of(input.data)
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(input.data.shape) if s == 1)
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        axes = tuple(d for d in (normalize_dim(x, nd) for x in dims)
+                     if nd > 0 and input.data.shape[d] == 1)
+    return view_as_shape(input, np.squeeze(input.data, axis=axes) if axes else input.data.view())
+
+
+def unsqueeze(Tensor input, dim):
+    """input with a new size-1 dim at position dim; a view."""
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(input.data) + 1)
+    return view_as_shape(input, np.expand_dims(input.data, d))
+
+
+def flatten(Tensor input, start_dim=0, end_dim=-1):
+    """input with dims start_dim..end_dim merged into one (a view when the layout allows)."""
+    cdef int nd = ndim_of(input.data)
+    if nd == 0:
+        return reshape(input, (1,))
+    cdef Py_ssize_t s = normalize_dim(start_dim, nd), e = normalize_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    shape = input.data.shape
+    return reshape(input, shape[:s] + (-1,) + shape[e + 1:] if shape[s:e + 1] else shape)

@@ -68,6 +68,106 @@ cpdef Tensor relu(object x):
     return record_unary(out, a, ReluBackward.__new__(ReluBackward), True)
 
 
+cdef class SqrtBackward(UnaryBackward):
+    """y = sqrt(x)  ->  gx = g/(2*y)"""
+    cdef tuple apply(self, tuple grads):
+        return (div(grads[0], mul(self.saved_x.unpack(self), 2.0)),)
+
+
+cdef class AbsBackward(UnaryBackward):
+    """y = |x|  ->  gx = g*sign(x)"""
+    cdef tuple apply(self, tuple grads):
+        return (mul(grads[0], sign(self.saved_x.unpack(self))),)
+
+
+cdef class SinBackward(UnaryBackward):
+    """y = sin(x)  ->  gx = g*cos(x)"""
+    cdef tuple apply(self, tuple grads):
+        return (mul(grads[0], cos(self.saved_x.unpack(self))),)
+
+
+cdef class CosBackward(UnaryBackward):
+    """y = cos(x)  ->  gx = -g*sin(x)"""
+    cdef tuple apply(self, tuple grads):
+        return (neg(mul(grads[0], sin(self.saved_x.unpack(self)))),)
+
+
+cdef class SigmoidBackward(UnaryBackward):
+    """y = sigmoid(x)  ->  gx = sigmoid_backward(g, y) = g*y*(1 - y)"""
+    cdef tuple apply(self, tuple grads):
+        return (sigmoid_backward(grads[0], self.saved_x.unpack(self)),)
+
+
+cdef class ClampBackward(UnaryBackward):
+    """y = clamp(x, lo, hi)  ->  gx = g*(lo <= x <= hi)"""
+    cdef object lo
+    cdef object hi
+
+    cdef tuple apply(self, tuple grads):
+        cdef object x = self.saved_x.unpack(self).data
+        cdef object inside = np.ones(x.shape, dtype=bool)
+        if self.lo is not None:
+            inside &= x >= self.lo
+        if self.hi is not None:
+            inside &= x <= self.hi
+        return (mul(grads[0], wrap(inside.astype(x.dtype))),)
+
+
+cpdef Tensor sqrt(object x):
+    """Square root of x."""
+    cdef Tensor a = operand(x, "sqrt")
+    return record_unary(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True)
+
+
+cpdef Tensor abs(object x):
+    """|x|."""
+    cdef Tensor a = operand(x, "abs")
+    return record_unary(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False)
+
+
+cpdef Tensor sin(object x):
+    """Sine of x."""
+    cdef Tensor a = operand(x, "sin")
+    return record_unary(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False)
+
+
+cpdef Tensor cos(object x):
+    """Cosine of x."""
+    cdef Tensor a = operand(x, "cos")
+    return record_unary(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False)
+
+
+cpdef Tensor sigmoid(object x):
+    """1 / (1 + exp(-x))."""
+    cdef Tensor a = operand(x, "sigmoid")
+    cdef object arr = as_array(np.negative(a.data, dtype=a.data.dtype if is_float_dtype(descr(a.data))
+                                           else float32))
+    np.exp(arr, out=arr)
+    np.add(arr, 1, out=arr)
+    np.reciprocal(arr, out=arr)
+    return record_unary(wrap(arr), a, SigmoidBackward.__new__(SigmoidBackward), True)
+
+
+def clamp(input, min=None, max=None):
+    """input limited to [min, max] (either bound may be None)."""
+    cdef Tensor a = operand(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("clamp: at least one of min and max must be given")
+    for bound in (min, max):
+        if bound is not None and not isinstance(bound, (int, float)):
+            raise TypeError(f"clamp: bounds must be numbers, got {type(bound).__name__}")
+    cdef Tensor out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
+    cdef ClampBackward node = ClampBackward.__new__(ClampBackward)
+    node.lo = min
+    node.hi = max
+    return record_unary(out, a, node, False)
+
+
+cpdef Tensor sign(Tensor a):
+    """-1, 0 or 1 by the sign of a (a constant: its gradient is zero)."""
+    return wrap(as_array(np.sign(a.data)))
+
+
 # -- fused backward kernels: each is an op, so a recorded backward differentiates it ------------
 
 cdef class TanhBackwardBackward(Node):
@@ -95,6 +195,39 @@ cpdef Tensor tanh_backward(Tensor g, Tensor y):
     cdef TanhBackwardBackward node
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
         node = TanhBackwardBackward.__new__(TanhBackwardBackward)
+        record(node, g, y)
+        node.y = save_tensor(y, node, False)
+        if needs(node, 1):
+            node.g = save_tensor(g, node, False)
+        attach_output(out, node, 0)
+    return out
+
+
+cdef class SigmoidBackwardBackward(Node):
+    """z = g*y*(1 - y)  ->  gg = sigmoid_backward(gz, y), gy = gz*g*(1 - 2*y)"""
+    cdef SavedTensor g
+    cdef SavedTensor y
+
+    cdef void release_saved(self):
+        self.g = None
+        self.y = None
+
+    cdef tuple apply(self, tuple grads):
+        gz = grads[0]
+        y = self.y.unpack(self)
+        return (sigmoid_backward(gz, y) if needs(self, 0) else None,
+                mul(mul(gz, self.g.unpack(self)), sub(1.0, mul(y, 2.0))) if needs(self, 1) else None)
+
+
+cpdef Tensor sigmoid_backward(Tensor g, Tensor y):
+    """g * y * (1 - y), over fresh memory."""
+    cdef object t = as_array(np.subtract(1, y.data, dtype=y.data.dtype))
+    np.multiply(t, y.data, out=t)
+    np.multiply(t, g.data, out=t)
+    cdef Tensor out = wrap(t)
+    cdef SigmoidBackwardBackward node
+    if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
+        node = SigmoidBackwardBackward.__new__(SigmoidBackwardBackward)
         record(node, g, y)
         node.y = save_tensor(y, node, False)
         if needs(node, 1):
