@@ -295,14 +295,14 @@ cdef tuple call_apply(Node node, tuple grads):
     except BaseException as e:
         if not getattr(e, "_lucid_noted", False):
             e.add_note(f"lucid: raised while running the backward of {node.name()}")
-            try:
-                e._lucid_noted = True
-            except AttributeError:
-                pass
+        if anomaly_enabled:
+            note_forward_trace(e, node)
         raise
     if outs is None or len(outs) != node.num_inputs:
         raise RuntimeError(f"{node.name()} returned {0 if outs is None else len(outs)} gradients "
                            f"for {node.num_inputs} inputs")
+    if anomaly_enabled:
+        check_nan_gradients(node, outs)
     return outs
 
 

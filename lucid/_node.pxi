@@ -95,7 +95,7 @@ cdef class Node:
 
 cdef Node record(Node node, Tensor a, Tensor b):
     """Give node its sequence number and edges to a (and b, when not None)."""
-    node.sequence_nr = next_sequence_nr()
+    init_identity(node)
     node.set_num_inputs(1 if b is None else 2)
     node.set_edge(0, a)
     if b is not None:

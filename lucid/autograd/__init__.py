@@ -1,7 +1,9 @@
-"""lucid.autograd: backward(), grad(), gradient checks, and graph-mode switches."""
-from .. import _core
+"""lucid.autograd: backward(), grad(), custom Functions, gradient checks and anomaly mode."""
 from .._core import Node, AccumulateGrad, backward, grad
+from .function import Function, FunctionCtx, PythonBackwardNode, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .anomaly import detect_anomaly, is_anomaly_enabled
 
-__all__ = ["Node", "AccumulateGrad", "backward", "grad", "gradcheck", "gradgradcheck",
-           "GradcheckError"]
+__all__ = ["Node", "AccumulateGrad", "backward", "grad", "Function", "FunctionCtx",
+           "PythonBackwardNode", "once_differentiable", "gradcheck", "gradgradcheck",
+           "GradcheckError", "detect_anomaly", "is_anomaly_enabled"]

@@ -50,7 +50,7 @@ cdef cnp.dtype joined_dtype(list ts):
 
 cdef Tensor record_join(Node node, Tensor out, list ts):
     cdef Py_ssize_t i
-    node.sequence_nr = next_sequence_nr()
+    init_identity(node)
     node.set_num_inputs(len(ts))
     for i in range(len(ts)):
         node.set_edge(i, <Tensor>ts[i])

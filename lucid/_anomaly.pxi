@@ -1,0 +1,42 @@
+# Anomaly mode: nodes remember the forward traceback that made them; backward failures show it.
+
+import traceback as _traceback
+
+cdef int anomaly_enabled = 0
+
+
+def _set_anomaly_enabled(bint on):
+    """Turn anomaly detection on or off (process-wide); returns the previous setting."""
+    global anomaly_enabled
+    cdef bint previous = anomaly_enabled != 0
+    anomaly_enabled = 1 if on else 0
+    return previous
+
+
+def is_anomaly_enabled():
+    return anomaly_enabled != 0
+
+
+cdef void init_identity(Node node):
+    """A new node's sequence number, and its forward traceback in anomaly mode."""
+    node.sequence_nr = next_sequence_nr()
+    if anomaly_enabled:
+        stack = _traceback.format_stack()
+        node.anomaly_trace = "".join(stack[:len(stack) - 1])
+
+
+cdef void note_forward_trace(BaseException error, Node node):
+    if node.anomaly_trace is not None:
+        error.add_note(f"lucid anomaly mode: {node.name()} was created by this forward call:\n"
+                       f"{node.anomaly_trace}")
+
+
+cdef void check_nan_gradients(Node node, tuple outs) except *:
+    """In anomaly mode: a node that produced NaN gradients is an error."""
+    for i in range(len(outs)):
+        g = outs[i]
+        if g is not None and (<Tensor>g).data.dtype.kind == "f" and \
+                np.isnan((<Tensor>g).data).any():
+            error = RuntimeError(f"{node.name()} returned NaN values in its gradient for input {i}")
+            note_forward_trace(error, node)
+            raise error

@@ -1,0 +1,278 @@
+# Custom Functions: FunctionCtx, PythonBackwardNode, and the compiled body of Function.apply.
+#
+# Note [Function ownership]: the node owns its ctx (strong); the ctx points back at its node
+# with a borrowed pointer that the node clears when it dies, so no reference cycle forms. Saved
+# outputs are kept as values + storage (Note [Saved outputs]); saved inputs as the tensors.
+
+cdef class FunctionCtx:
+    """Per-call context shared by a Function's forward and backward."""
+    cdef dict __dict__
+    cdef tuple _to_save                 # what save_for_backward got, until apply converts it
+    cdef tuple _saved                   # SavedTensor (or None) per saved entry, after forward
+    cdef bint _released
+    cdef PyObject* _node                # borrowed: the node that owns this ctx (NULL if none)
+    cdef readonly tuple needs_input_grad
+    cdef tuple _non_differentiable
+    cdef bint materialize_grads
+
+    def __cinit__(self):
+        self.materialize_grads = True
+        self._node = NULL
+
+    def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; a second call replaces the first."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward takes Tensors or None; argument {i} is "
+                                f"{type(t).__name__} (store other values as ctx attributes)")
+        self._to_save = tensors
+        self._saved = None
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward, checked against in-place changes."""
+        cdef Node node
+        if self._released:
+            raise RuntimeError(
+                f"saved_tensors of {self.owner_name()} were freed by a backward pass run "
+                "without retain_graph=True; pass retain_graph=True to the first backward if you "
+                "need to run backward through this graph again")
+        if self._saved is None:
+            return self._to_save if self._to_save is not None else ()
+        node = <Node>self._node
+        return tuple(None if s is None else (<SavedTensor>s).unpack(node) for s in self._saved)
+
+    def mark_non_differentiable(self, *outputs):
+        """These outputs get no grad_fn; their gradient in backward is zeros (or None)."""
+        self._non_differentiable = outputs
+
+    def set_materialize_grads(self, value):
+        """True (default): gradients of outputs that got none arrive as zeros; False: None."""
+        self.materialize_grads = bool(value)
+
+    cdef str owner_name(self):
+        return "this Function" if self._node == NULL else (<Node>self._node).name()
+
+    cdef void release(self):
+        self._released = True
+        self._saved = None
+        self._to_save = None
+        (<object>self).__dict__.clear()
+
+
+cdef class PythonBackwardNode(Node):
+    """The node of one Function call: re-enters Python to run the Function's backward."""
+    cdef readonly FunctionCtx ctx
+    cdef readonly object function             # the Function subclass
+    cdef object backward_fn                   # its backward (None if it has none)
+
+    def __dealloc__(self):
+        if self.ctx is not None:
+            self.ctx._node = NULL
+            self.ctx.release()
+
+    cdef void release_saved(self):
+        if self.ctx is not None:
+            self.ctx.release()
+
+    cdef tuple apply(self, tuple grads):
+        cdef FunctionCtx ctx = self.ctx
+        if ctx is None or ctx._released:
+            raise_freed_graph(self)
+        if self.backward_fn is None:
+            raise NotImplementedError(f"Function {self.function.__name__} does not implement "
+                                      "backward(ctx, *grad_outputs)")
+        cdef list args = [ctx]
+        cdef Py_ssize_t i
+        for i in range(self.num_outputs):
+            g = grads[i]
+            meta = self.output_meta[i]
+            if g is None and meta is not None and ctx.materialize_grads:
+                g = wrap(np.zeros(meta[0], dtype=meta[1]))
+            args.append(g)
+        try:
+            result = self.backward_fn(*args)
+        except BaseException as e:
+            e.add_note(f"lucid: raised in the backward of Function {self.function.__name__} "
+                       f"({self.name()})")
+            try:
+                e._lucid_noted = True
+            except AttributeError:
+                pass
+            raise
+        return self.checked_gradients(result)
+
+    cdef tuple checked_gradients(self, object result):
+        """What backward returned, as one gradient (or None) per forward input."""
+        cdef str fn = self.function.__name__
+        cdef tuple got
+        if result is None or isinstance(result, Tensor):
+            got = (result,)
+        elif isinstance(result, (tuple, list)):
+            got = tuple(result)
+        else:
+            raise RuntimeError(f"Function {fn}.backward returned {type(result).__name__}; it "
+                               "must return a Tensor, None, or a tuple with one entry per "
+                               "forward input")
+        cdef Py_ssize_t n = self.num_inputs, i
+        if len(got) < n or any(g is not None for g in got[n:]):
+            raise RuntimeError(f"Function {fn}.backward returned {len(got)} gradients, expected "
+                               f"{n} (one per forward input, None for those without one)")
+        cdef list out = []
+        cdef Tensor t
+        for i in range(n):
+            g = got[i]
+            meta = self.input_meta[i]
+            if g is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise RuntimeError(f"Function {fn}.backward returned {type(g).__name__} as the "
+                                   f"gradient of input {i}; expected a Tensor or None")
+            if meta is None:
+                raise RuntimeError(f"Function {fn}.backward returned a Tensor as the gradient of "
+                                   f"input {i}, which is not a tensor; expected None")
+            t = <Tensor>g
+            if t.data.shape != meta[0]:
+                raise RuntimeError(f"Function {fn}.backward returned a gradient of shape "
+                                   f"{t.data.shape} for input {i}; expected shape {meta[0]}")
+            if not needs(self, i):
+                out.append(None)
+                continue
+            if t.data.dtype != meta[1]:
+                if not is_float_dtype(descr(t.data)):
+                    raise RuntimeError(f"Function {fn}.backward returned a gradient of dtype "
+                                       f"{dtype_name(t.data.dtype)} for input {i}; expected "
+                                       f"{dtype_name(meta[1])}")
+                t = cast(t, meta[1])
+            out.append(t)
+        return tuple(out)
+
+
+def make_backward_class(function_cls):
+    """The node class of a Function subclass: <ClassName>Backward(PythonBackwardNode)."""
+    return type(f"{function_cls.__name__}Backward", (PythonBackwardNode,),
+                {"__module__": function_cls.__module__,
+                 "__doc__": f"Backward node of {function_cls.__qualname__}."})
+
+
+cdef inline bint is_in(object x, tuple items):
+    for item in items:
+        if item is x:
+            return True
+    return False
+
+
+def function_apply(function_cls, node_cls, backward_fn, tuple args):
+    """Run function_cls.forward(ctx, *args) without recording; attach its node to the outputs."""
+    cdef FunctionCtx ctx = FunctionCtx.__new__(FunctionCtx)
+    cdef Py_ssize_t n = len(args), i
+    cdef bint record_call = False
+    cdef list needs_grad = [False] * n
+    if grad_enabled():
+        for i in range(n):
+            a = args[i]
+            if isinstance(a, Tensor) and (<Tensor>a).requires_grad_c():
+                needs_grad[i] = True
+                record_call = True
+    ctx.needs_input_grad = tuple(needs_grad)
+    cdef bint previous = set_grad_enabled_c(False)
+    try:
+        outputs = function_cls.forward(ctx, *args)
+    finally:
+        set_grad_enabled_c(previous)
+    cdef bint is_tuple = isinstance(outputs, tuple)
+    cdef tuple outs = outputs if is_tuple else (outputs,)
+    cdef list result = list(outs)
+    cdef tuple non_diff = ctx._non_differentiable or ()
+    cdef PythonBackwardNode node = None
+    cdef Tensor t
+    cdef list meta
+    if record_call:
+        node = node_cls.__new__(node_cls)
+        init_identity(node)
+        node.set_num_inputs(n)
+        meta = [None] * n
+        for i in range(n):
+            a = args[i]
+            if isinstance(a, Tensor):
+                meta[i] = ((<Tensor>a).data.shape, (<Tensor>a).data.dtype)
+                node.set_edge(i, <Tensor>a)
+        node.input_meta = tuple(meta)
+        node.num_outputs = len(outs)
+        node.ctx = ctx
+        node.function = function_cls
+        node.backward_fn = backward_fn
+        ctx._node = <PyObject*>node
+    meta = [None] * len(outs)
+    for i in range(len(outs)):
+        o = outs[i]
+        if not isinstance(o, Tensor):
+            continue
+        t = <Tensor>o
+        if is_in(t, args) or t.requires_grad_c():
+            # an input (or a tensor with a history of its own) returned: a new tensor over its
+            # memory, so the input keeps its history and leaf status
+            t = wrap_like_view(t.data, t)
+            result[i] = t
+        meta[i] = (t.data.shape, t.data.dtype)
+        if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
+            attach_output(t, node, i)
+    if node is not None:
+        node.output_meta = tuple(meta)
+        convert_saved(ctx, node, result, outs)
+    elif ctx._to_save is not None:
+        ctx._saved = None
+    return tuple(result) if is_tuple else result[0]
+
+
+cdef void convert_saved(FunctionCtx ctx, Node node, list result, tuple outs) except *:
+    """The tensors given to save_for_backward as SavedTensors: outputs without a cycle."""
+    if ctx._to_save is None:
+        return
+    cdef list saved = []
+    cdef Py_ssize_t k
+    for t in ctx._to_save:
+        if t is None:
+            saved.append(None)
+            continue
+        for k in range(len(outs)):
+            if outs[k] is t and (<Tensor>result[k])._grad_fn is node:
+                saved.append(save_tensor(<Tensor>result[k], node, True))
+                break
+        else:
+            saved.append(save_tensor(<Tensor>t, node, False))
+    ctx._saved = tuple(saved)
+    ctx._to_save = None
+
+
+# -- once_differentiable -------------------------------------------------------------------------
+
+cdef class DelayedErrorBackward(Node):
+    """A backward that was computed without a graph: differentiating it again raises."""
+    cdef str message
+
+    cdef tuple apply(self, tuple grads):
+        raise RuntimeError(self.message)
+
+
+def delayed_error(str message, tuple outputs, tuple inputs):
+    """outputs re-made as results of a node that raises message if backward reaches it."""
+    cdef DelayedErrorBackward node = DelayedErrorBackward.__new__(DelayedErrorBackward)
+    cdef list ins = [x for x in inputs if isinstance(x, Tensor) and (<Tensor>x).requires_grad_c()]
+    node.message = message
+    init_identity(node)
+    node.set_num_inputs(len(ins))
+    for i in range(len(ins)):
+        node.set_edge(i, <Tensor>ins[i])
+    node.num_outputs = len(outputs)
+    cdef list out = []
+    for i in range(len(outputs)):
+        o = outputs[i]
+        if isinstance(o, Tensor) and is_float_dtype(descr((<Tensor>o).data)):
+            t = wrap((<Tensor>o).data)
+            attach_output(t, node, i)
+            out.append(t)
+        else:
+            out.append(o)
+    return tuple(out)

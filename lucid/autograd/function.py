@@ -1,0 +1,97 @@
+"""lucid.autograd.Function: differentiable operations written in Python.
+
+Subclass Function and write two static methods::
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_y):
+            (y,) = ctx.saved_tensors
+            return grad_y * y
+
+    y = Exp.apply(x)
+
+`forward` runs with grad mode off and may take and return non-tensors; `backward` gets one
+gradient per output and returns one per input (None where there is none). The per-call work is
+compiled (lucid._core.function_apply); the graph node of a call is an instance of
+`<ClassName>Backward`, a subclass of PythonBackwardNode made once per Function subclass.
+"""
+import functools
+
+from .. import _core
+from .._core import FunctionCtx, PythonBackwardNode
+
+__all__ = ["Function", "FunctionCtx", "PythonBackwardNode", "once_differentiable"]
+
+
+class Function:
+    """Base class of custom differentiable operations (see the module docstring)."""
+
+    _backward_cls = None
+    _backward_fn = None
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"{type(self).__name__} is not instantiated: call "
+                           f"{type(self).__name__}.apply(...)")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = _core.make_backward_class(cls)
+        backward = cls.__dict__.get("backward", None)
+        if backward is None:
+            backward = next((c.__dict__["backward"] for c in cls.__mro__[1:]
+                             if "backward" in c.__dict__ and c is not Function), None)
+        cls._backward_fn = None if backward is None else getattr(cls, "backward")
+
+    @staticmethod
+    def forward(ctx, *args):
+        """Compute the outputs from args (grad mode is off here)."""
+        raise NotImplementedError("a Function must implement forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """Gradients of the inputs from the gradients of the outputs."""
+        raise NotImplementedError("a Function must implement backward(ctx, *grad_outputs)")
+
+    @classmethod
+    def apply(cls, *args):
+        """Run forward and record the call for backward."""
+        if cls is Function:
+            raise RuntimeError("Function.apply is called on a subclass of Function")
+        if cls.forward is Function.forward:
+            raise NotImplementedError(f"Function {cls.__name__} does not implement "
+                                      "forward(ctx, *args)")
+        return _core.function_apply(cls, cls._backward_cls, cls._backward_fn, args)
+
+
+def once_differentiable(backward):
+    """Mark a Function's backward as not differentiable: a second derivative through it raises."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grad_outputs):
+        with _no_grad():
+            result = backward(ctx, *grad_outputs)
+        if not _core.is_grad_enabled():      # not create_graph: nothing records the backward
+            return result
+        name = backward.__qualname__.split(".")[0]
+        message = (f"trying to differentiate the backward of {name} a second time, but it is "
+                   "marked @once_differentiable: its backward is not differentiable")
+        single = not isinstance(result, (tuple, list))
+        outs = _core.delayed_error(message, (result,) if single else tuple(result),
+                                   tuple(grad_outputs))
+        return outs[0] if single else outs
+
+    return wrapper
+
+
+class _no_grad:
+    def __enter__(self):
+        self.previous = _core._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _core._set_grad_enabled(self.previous)
