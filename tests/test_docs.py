@@ -1,0 +1,19 @@
+"""The guides' code blocks run as written (they are part of the documentation's contract)."""
+import pathlib
+import re
+
+import pytest
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def blocks():
+    for path in sorted(DOCS.glob("*.md")):
+        for i, code in enumerate(BLOCK.findall(path.read_text())):
+            yield pytest.param(code, id=f"{path.stem}-{i}")
+
+
+@pytest.mark.parametrize("code", list(blocks()))
+def test_doc_block_runs(code):
+    exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_example__"})
