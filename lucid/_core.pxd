@@ -97,7 +97,8 @@ cdef class Node:
     cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
     # identity and diagnostics
     cdef readonly int64_t sequence_nr           # creation order (newer nodes are larger)
-    cdef dict pre_hooks                         # {output_nr: [fn, ...]} tensor hooks, or None
+    cdef dict pre_hooks                         # {output_nr: {id: fn}} tensor hooks, or None
+    cdef list post_hooks                        # hooks called after apply (reserved), or None
     cdef list retain_grad_slots                 # [(output_nr, weakref to tensor)], or None
     cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
     cdef object creation_code                   # code object of the user frame that made it
@@ -121,3 +122,22 @@ cdef Node gradient_node(Tensor t)               # t's grad_fn or its (lazily mad
 cdef int64_t next_sequence_nr() noexcept
 cdef void attach_output(Tensor out, Node node, int output_nr)   # out.grad_fn = node
 cdef Node record(Node node, Tensor a, Tensor b) # fill sequence_nr and edges from inputs a (and b)
+
+
+# ------------------------------------------------------------------------------------------------
+# Built-in ops a native backward may call so that it, too, records under create_graph
+# ------------------------------------------------------------------------------------------------
+cpdef Tensor add(object x, object y)
+cpdef Tensor sub(object x, object y)
+cpdef Tensor mul(object x, object y)
+cpdef Tensor div(object x, object y)
+cpdef Tensor neg(object x)
+cpdef Tensor exp(object x)
+cpdef Tensor log(object x)
+cpdef Tensor tanh(object x)
+cpdef Tensor sigmoid(object x)
+cpdef Tensor matmul(object x, object y)
+cpdef Tensor cast(Tensor a, cnp.dtype dtype)             # a.to(dtype), differentiable
+cpdef Tensor reshape(Tensor a, object shape)
+cpdef Tensor expand(Tensor a, object shape)
+cpdef Tensor sum_to(Tensor a, tuple shape)                # undo broadcasting: sum down to shape
