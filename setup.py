@@ -27,7 +27,7 @@ extensions = [
         ["lucid/_core.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=["-O2"] if not DEBUG else ["-O0", "-g"],
+        extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
     )
 ]
 

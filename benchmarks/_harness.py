@@ -617,12 +617,12 @@ def measure_memory(script, workload_id, lib_name, quick, timeout):
 # --------------------------------------------------------------------------------------------
 # report: derived figures, table, JSON, plot
 # --------------------------------------------------------------------------------------------
-def metric_s(res, metric):
-    """The median time the ratio compares, from a result record (None if unusable)."""
+def metric_s(res, metric, stat="median_s"):
+    """The median (or min) time the ratio compares, from a result record (None if unusable)."""
     if not res or res.get("status") != "ok" or not res.get("timing"):
         return None
     key = "bwd" if metric == "bwd" else "total"
-    return res["timing"][key]["median_s"]
+    return res["timing"][key][stat]
 
 
 def derive(wl):
@@ -630,10 +630,12 @@ def derive(wl):
     metric = wl["metric"]
     res = wl["results"]
     lu, fl, to = (metric_s(res.get(n), metric) for n in LIBS)
-    wl["ratios"] = {"lucid/torch": lu / to if lu and to else None,
-                    "lucid/floor": lu / fl if lu and fl else None,
-                    "torch/floor": to / fl if to and fl else None,
-                    "metric": metric, "of": "medians"}
+    lu_m, fl_m, to_m = (metric_s(res.get(n), metric, "min_s") for n in LIBS)
+    div = lambda a, b: a / b if a and b else None  # noqa: E731
+    wl["ratios"] = {"lucid/torch": div(lu, to), "lucid/floor": div(lu, fl),
+                    "torch/floor": div(to, fl), "metric": metric, "of": "medians",
+                    "min": {"lucid/torch": div(lu_m, to_m), "lucid/floor": div(lu_m, fl_m),
+                            "torch/floor": div(to_m, fl_m)}}
     nodes = wl.get("nodes")
     if nodes:
         pn = {}
@@ -737,8 +739,8 @@ def format_report(report) -> str:
     lines.append(_table(headers, rows))
     lines.append("")
 
-    lines.append("Derived: ratios of medians (fwd+bwd, W6: bwd); per-node ns = median / nodes "
-                 "(total | bwd); target from BENCHMARKS.md")
+    lines.append("Derived: ratios of medians [of mins] (fwd+bwd; W6: bwd); per-node ns = median / "
+                 "nodes (fwd+bwd | bwd); targets (BENCHMARKS.md) judged on medians")
     headers = ["workload", "lucid/torch", "lucid/floor", "target", "lucid ns/node",
                "floor ns/node"]
     if have_torch:
@@ -779,11 +781,17 @@ def format_report(report) -> str:
         else:
             mcell = ""
         lucid_status = (w["results"].get("lucid") or {}).get("status")
-        lt = fmt_ratio(rt["lucid/torch"]) if lucid_status in ("ok", None) else lucid_status
-        lf = fmt_ratio(rt["lucid/floor"]) if lucid_status in ("ok", None) else lucid_status
+
+        def ratio_cell(key):
+            if lucid_status not in ("ok", None) and key.startswith("lucid"):
+                return lucid_status
+            if rt[key] is None:
+                return "-"
+            return f"{fmt_ratio(rt[key])} [{fmt_ratio(rt['min'][key])}]"
+        lt, lf = ratio_cell("lucid/torch"), ratio_cell("lucid/floor")
         row = [f"{w['id']} {w['name']}", lt, lf, tcell, node_cell("lucid"), node_cell("numpy")]
         if have_torch:
-            row.insert(3, fmt_ratio(rt["torch/floor"]))
+            row.insert(3, ratio_cell("torch/floor"))
             row.append(node_cell("torch"))
         else:
             del row[1]

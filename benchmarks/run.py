@@ -86,6 +86,7 @@ def parse_args(argv):
     p.add_argument("--_out", help=argparse.SUPPRESS)
     p.add_argument("--_memory", help=argparse.SUPPRESS)
     p.add_argument("--_lib", help=argparse.SUPPRESS)
+    p.add_argument("--_count", type=int, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -121,23 +122,27 @@ def run_workers(mods, quick, clock="wall"):
         os.close(fd)
         items = ",".join(f"{i}:{m.ID}" + (f":-{skip}" if skip else "") for i, m, skip in pending)
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", items, "--_out", out_path,
-               f"--_lib={len(mods)}"]
-        cmd.append(f"--clock={clock}")
+               f"--_count={len(mods)}", f"--clock={clock}"]
         if quick:
             cmd.append("--quick")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
         last_len, last_change, killed = 0, time.monotonic(), False
-        while proc.poll() is None:
-            time.sleep(0.25)
-            size = os.path.getsize(out_path)
-            if size != last_len:
-                last_len, last_change = size, time.monotonic()
-            elif time.monotonic() - last_change > timeout:
+        try:
+            while proc.poll() is None:
+                time.sleep(0.25)
+                size = os.path.getsize(out_path)
+                if size != last_len:
+                    last_len, last_change = size, time.monotonic()
+                elif time.monotonic() - last_change > timeout:
+                    proc.kill()
+                    proc.wait()
+                    killed = True
+            recs = read_records(out_path)
+        finally:
+            if proc.poll() is None:      # interrupted: do not leave the child running
                 proc.kill()
                 proc.wait()
-                killed = True
-        recs = read_records(out_path)
-        os.unlink(out_path)
+            os.unlink(out_path)
         records.extend(r for r in recs if r["type"] != "at")
         finished = {r["workload"] for r in recs if r["type"] == "end"}
         started = [r["workload"] for r in recs if r["type"] == "start"]
@@ -211,7 +216,7 @@ def main(argv=None):
         h.memory_main(mod, args._lib, args.quick)
         return 0
     if args._worker:
-        count = int(args._lib)
+        count = args._count or 1
         items = []
         for part in args._worker.split(","):
             i, wid, *skip = part.split(":")

@@ -92,6 +92,11 @@ cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint c
     """current + g: into current's memory when the engine owns it, else into a new buffer."""
     if create_graph:
         return add(current, g)
+    if fast_pair(current.data, g.data):
+        if in_place:
+            fast_binary(F_ADD, current.data, g.data, current.data)
+            return current
+        return wrap(fast_binary(F_ADD, current.data, g.data, None))
     if in_place:
         np.add(current.data, g.data, out=current.data)
         return current
@@ -184,7 +189,10 @@ cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_gr
         leaf._grad = add(leaf._grad, g)
     else:
         arr = (<Tensor>leaf._grad).data
-        np.add(arr, g.data, out=arr)
+        if fast_pair(arr, g.data):
+            fast_binary(F_ADD, arr, g.data, arr)
+        else:
+            np.add(arr, g.data, out=arr)
         (<Tensor>leaf._grad).bump_version()
 
 

@@ -7,6 +7,7 @@
 cdef class FunctionCtx:
     """Per-call context shared by a Function's forward and backward."""
     cdef dict __dict__
+    cdef object __weakref__
     cdef tuple _to_save                 # what save_for_backward got, until apply converts it
     cdef tuple _saved                   # SavedTensor (or None) per saved entry, after forward
     cdef bint _released
@@ -57,7 +58,9 @@ cdef class FunctionCtx:
         self._released = True
         self._saved = None
         self._to_save = None
-        (<object>self).__dict__.clear()
+        attributes = (<object>self).__dict__
+        if attributes is not None:             # the GC may have cleared it already
+            attributes.clear()
 
 
 cdef class PythonBackwardNode(Node):

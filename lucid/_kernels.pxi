@@ -1,5 +1,7 @@
 # Kernels: the NumPy calls behind the ops, with shape errors turned into RuntimeErrors.
 
+cdef object ndarray_type = np.ndarray
+
 cdef inline cnp.dtype descr(object arr):
     """arr's dtype, without a Python attribute lookup."""
     return <cnp.dtype><PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>arr)
@@ -10,7 +12,7 @@ cdef inline int ndim_of(object arr) noexcept:
 
 cdef inline object as_array(object x):
     """NumPy returns scalars from 0-d computations; lucid always holds an ndarray."""
-    if type(x) is np.ndarray:
+    if type(x) is ndarray_type:
         return x
     return np.asarray(x)
 

@@ -441,14 +441,15 @@ cdef class RemovableHandle:
 
 cdef Tensor wrap(object array):
     cdef Tensor t = Tensor.__new__(Tensor)
-    t.data = <cnp.ndarray>array
+    # NumPy hands back scalars from 0-d work; the typed code behind a Tensor needs an ndarray
+    t.data = array if type(array) is np.ndarray else np.asarray(array)
     return t
 
 
 cdef Tensor wrap_like_view(object array, Tensor base):
     """A tensor over array, a view of base's memory: they share the version counter."""
     cdef Tensor t = Tensor.__new__(Tensor)
-    t.data = <cnp.ndarray>array
+    t.data = array if type(array) is np.ndarray else np.asarray(array)
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
     t._view_version = t._storage.graph_version

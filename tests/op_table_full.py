@@ -92,6 +92,9 @@ op("lucid.where_broadcast_cond", lambda x, y: lucid.where(_cond_4_t, x, y),
    lambda a, b: np.where(_COND_4, a, b), (((3, 4), (3, 4)), ((3, 1), (2, 3, 4))), (ANY, ANY))
 op("lucid.where_cond_column", lambda x, y: lucid.where(_cond_31_t, x, y),
    lambda a, b: np.where(_COND_31, a, b), (((3, 4), (4,)),), (ANY, ANY))
+_cond_0d_t = lucid.tensor(False)
+op("lucid.where_0d", lambda x, y: lucid.where(_cond_0d_t, x, y),
+   lambda a, b: np.where(False, a, b), (((), ()), ((2,), ())), (ANY, ANY))
 op("lucid.where_scalar_other", lambda x: lucid.where(_cond_34_t, x, 0.0),
    lambda a: np.where(_COND_34, a, 0.0), (((3, 4),),), (ANY,))
 
@@ -181,6 +184,11 @@ op("expand_new_leading", lambda x: x.expand(2, 3, 4), lambda a: np.broadcast_to(
 op("expand_tuple", lambda x: x.expand((2, 3)), lambda a: np.broadcast_to(a, (2, 3)), (((1, 3),),), (ANY,))
 op("lucid.expand", lambda x: lucid.expand(x, (2, 3)), lambda a: np.broadcast_to(a, (2, 3)),
    (((3,),),), (ANY,))
+# scalar ops on stride-0 / non-contiguous inputs (the backward of mean does exactly this)
+op("expand_then_scalar_ops", lambda x: (x.expand(3, 4) / 4.0 + 1.0) * 2.0 - 0.5,
+   lambda a: (np.broadcast_to(a, (3, 4)) / 4.0 + 1.0) * 2.0 - 0.5, (((1, 4),), ((),)), (ANY,))
+op("transpose_then_scalar_ops", lambda x: 3.0 / (x.T * 2.0 + 5.0),
+   lambda a: 3.0 / (a.T * 2.0 + 5.0), (((3, 4),),), (POS,))
 op("expand_then_mul", lambda x: x.expand(3, 4) * x.expand(3, 4).T.T,
    lambda a: np.broadcast_to(a, (3, 4)) ** 2, (((1, 4),),), (ANY,))
 

@@ -1,4 +1,5 @@
-"""The guides' code blocks run as written (they are part of the documentation's contract)."""
+"""The custom-Function guide's code blocks run as written (docs/native_ops.md shows code from
+examples/native_op, which CI builds and tests on its own)."""
 import pathlib
 import re
 
@@ -9,7 +10,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def blocks():
-    for path in sorted(DOCS.glob("*.md")):
+    for path in [DOCS / "custom_functions.md"]:
         for i, code in enumerate(BLOCK.findall(path.read_text())):
             yield pytest.param(code, id=f"{path.stem}-{i}")
 

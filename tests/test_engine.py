@@ -582,8 +582,16 @@ def test_grad_fn_names():
     y = f64([3.0, 4.0], requires_grad=True)
     assert (x * y).grad_fn.name() == "MulBackward"
     assert (x + y).grad_fn.name() == "AddBackward"
-    assert (x * 2.0).grad_fn.name() == "MulBackward"
     assert x.sum().grad_fn.name() == "SumBackward"
+
+
+def test_grad_fn_name_with_python_scalar_operand():
+    # API.md names the node of `*` "MulBackward"; PyTorch (the tie-breaker) gives the same
+    # node name whether the other operand is a tensor or a Python scalar
+    x = f64([1.0, 2.0], requires_grad=True)
+    assert (x * 2.0).grad_fn.name() == "MulBackward"
+    assert (2.0 * x).grad_fn.name() == "MulBackward"
+    assert (x + 1.0).grad_fn.name() == "AddBackward"
 
 
 def test_next_functions_structure():

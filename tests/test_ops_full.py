@@ -2,13 +2,16 @@
 second-order checks for the first op set (op_table.py), and the semantics that a Jacobian check
 cannot see: ties, repeated indices, views vs copies, gradient dtypes under promotion.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import lucid
-from conftest import assert_close, f64, numerical_vjp, to_numpy
+from conftest import SEED, assert_close, f64, numerical_vjp, to_numpy
 import op_table
-import op_table_full
 from op_table_full import DISTINCT, cases, sample
 
 CASES = cases()
@@ -26,11 +29,10 @@ def _tensors(arrays, requires_grad):
 
 
 # ---------------------------------------------------------------------------------------------
-# the table
+# the checks, as plain functions (also run in a child interpreter for crashing cases, below)
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_forward_matches_numpy(case_id, spec, shapes, rng):
+def check_forward(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
     expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
     for rg in (False, True):
@@ -50,8 +52,7 @@ def test_forward_matches_numpy(case_id, spec, shapes, rng):
             assert_close(t, a, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradcheck(case_id, spec, shapes, rng):
+def check_gradcheck(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
     ts = tuple(_tensors(arrays, requires_grad=True))
     assert lucid.autograd.gradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
@@ -59,8 +60,7 @@ def test_gradcheck(case_id, spec, shapes, rng):
         assert_close(t, a, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_backward_matches_numpy_finite_differences(case_id, spec, shapes, rng):
+def check_backward_fd(case_id, spec, shapes, rng):
     # independent of gradcheck: lucid's backward vs finite differences of the NumPy reference
     arrays = _inputs(rng, spec, shapes)
     ts = _tensors(arrays, requires_grad=True)
@@ -74,22 +74,73 @@ def test_backward_matches_numpy_finite_differences(case_id, spec, shapes, rng):
         assert_close(t.grad, g, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradgradcheck(case_id, spec, shapes, rng):
-    arrays = _inputs(rng, spec, shapes)
+def check_gradgradcheck(case_id, spec, shapes, rng, sampler=sample):
+    arrays = _inputs(rng, spec, shapes, sampler)
     ts = tuple(_tensors(arrays, requires_grad=True))
     assert lucid.autograd.gradgradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
     for t, a in zip(ts, arrays):
         assert_close(t, a, rtol=0, atol=0)
+
+
+GRAD_CHECKS = (check_gradcheck, check_backward_fd, check_gradgradcheck)
+
+# Regression (a NumPy scalar once reached a typed ndarray slot and crashed the interpreter in the
+# backward of these 0-d cases): they run in-process below like every case, and once more in a
+# child interpreter so that a crash fails one test instead of the whole session.
+ZERO_DIM_REGRESSION = {
+    "lucid.maximum-scalar_scalar", "lucid.minimum-scalar_scalar", "lucid.where_0d-scalar_scalar",
+    "amax_default-scalar", "amin_default-scalar", "max_all_method-scalar", "min_all_method-scalar",
+}
+GRAD_PARAMS = [pytest.param(*c, id=c[0]) for c in CASES]
+
+_CHILD_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_ops_full as T
+case = {c[0]: c for c in T.CASES}[sys.argv[2]]
+for check in T.GRAD_CHECKS:
+    check(*case, np.random.default_rng(T.SEED))
+print("ALL-CHECKS-PASSED")
+"""
+
+
+@pytest.mark.parametrize("case_id", sorted(ZERO_DIM_REGRESSION))
+def test_crashing_case_in_child(case_id):
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, here, case_id], cwd=here,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ALL-CHECKS-PASSED" in r.stdout, (
+        f"{case_id}: child exited with {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the table
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
+def test_forward_matches_numpy(case_id, spec, shapes, rng):
+    check_forward(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
+def test_gradcheck(case_id, spec, shapes, rng):
+    check_gradcheck(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
+def test_backward_matches_numpy_finite_differences(case_id, spec, shapes, rng):
+    check_backward_fd(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
+def test_gradgradcheck(case_id, spec, shapes, rng):
+    check_gradgradcheck(case_id, spec, shapes, rng)
 
 
 @pytest.mark.parametrize("case_id,spec,shapes", FIRST_CASES, ids=FIRST_IDS)
 def test_gradgradcheck_first_op_set(case_id, spec, shapes, rng):
-    arrays = _inputs(rng, spec, shapes, sampler=op_table.sample)
-    ts = tuple(_tensors(arrays, requires_grad=True))
-    assert lucid.autograd.gradgradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
-    for t, a in zip(ts, arrays):
-        assert_close(t, a, rtol=0, atol=0)
+    check_gradgradcheck(case_id, spec, shapes, rng, sampler=op_table.sample)
 
 
 def test_gradgradcheck_detects_wrong_second_derivative():
@@ -256,7 +307,7 @@ VIEWS = [  # name, lucid fn, numpy fn, base shape
     ("index_step", lambda t: t[::2, ::3], lambda a: a[::2, ::3], (3, 4)),
     ("index_none", lambda t: t[None, 1], lambda a: a[None, 1], (3, 4)),
     ("index_ellipsis", lambda t: t[..., 2], lambda a: a[..., 2], (3, 4)),
-    ("index_scalar", lambda t: t[2, 3], lambda a: a[2, 3], (3, 4)),
+    ("index_scalar", lambda t: t[2, 3], lambda a: a[2, 3, ...], (3, 4)),
     ("reshape_contig", lambda t: t.reshape(4, 3), lambda a: a.reshape(4, 3), (3, 4)),
     ("flatten_contig", lambda t: t.flatten(), lambda a: a.reshape(-1), (3, 4)),
     ("lucid.reshape_contig", lambda t: lucid.reshape(t, (12,)), lambda a: a.reshape(12), (3, 4)),

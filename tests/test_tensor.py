@@ -303,7 +303,7 @@ def test_attributes_of_a_leaf():
 
 def test_attributes_of_a_non_leaf():
     x = lucid.tensor([1.0, 2.0], requires_grad=True)
-    y = x * 2.0
+    y = x * lucid.tensor([2.0, 2.0])
     assert y.requires_grad
     assert y.is_leaf is False
     assert y.grad_fn is not None

@@ -61,18 +61,176 @@ cdef class PowBackward(BinaryBackward):
         return self.reduced(gx, gy)
 
 
+cdef class ScalarBackward(Node):
+    """Shared fields of tensor-with-Python-number nodes: the number, and a saved tensor.
+
+    They are named like the tensor-tensor nodes of the same op (x * 2.0 -> "MulBackward").
+    """
+    cdef double scalar
+    cdef SavedTensor saved_x
+    cdef str label
+
+    cpdef str name(self):
+        return self.label
+
+    cdef void release_saved(self):
+        self.saved_x = None
+
+
+cdef class AddScalarBackward(ScalarBackward):
+    """z = x + s (or x - s)  ->  gx = g"""
+    cdef tuple apply(self, tuple grads):
+        return (grads[0],)
+
+
+cdef class RSubScalarBackward(ScalarBackward):
+    """z = s - x  ->  gx = -g"""
+    cdef tuple apply(self, tuple grads):
+        return (neg(grads[0]),)
+
+
+cdef class MulScalarBackward(ScalarBackward):
+    """z = x * s  ->  gx = g*s"""
+    cdef tuple apply(self, tuple grads):
+        return (mul(grads[0], self.scalar),)
+
+
+cdef class DivScalarBackward(ScalarBackward):
+    """z = x / s  ->  gx = g/s"""
+    cdef tuple apply(self, tuple grads):
+        return (div(grads[0], self.scalar),)
+
+
+cdef class RDivScalarBackward(ScalarBackward):
+    """z = s / x  ->  gx = -g*s/x**2"""
+    cdef tuple apply(self, tuple grads):
+        x = self.saved_x.unpack(self)
+        return (neg(div(mul(grads[0], self.scalar), mul(x, x))),)
+
+
+cdef class PowScalarBackward(ScalarBackward):
+    """z = x ** p  ->  gx = g*p*x**(p-1)"""
+    cdef tuple apply(self, tuple grads):
+        x = self.saved_x.unpack(self)
+        return (mul(grads[0], mul(pow(x, self.scalar - 1), self.scalar)),)
+
+
+cdef class RPowScalarBackward(ScalarBackward):
+    """z = s ** x  ->  gx = g*z*log(s)"""
+    cdef tuple apply(self, tuple grads):
+        return (mul(grads[0], mul(self.saved_x.unpack(self), self.scalar)),)
+
+
 cdef enum BinaryOp:
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW
 
 cdef tuple BINARY_NAMES = ("add", "sub", "mul", "div", "pow")
+cdef tuple BINARY_NODE_NAMES = ("AddBackward", "SubBackward", "MulBackward", "DivBackward",
+                                "PowBackward")
 cdef tuple BINARY_UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide, np.power)
+
+
+cdef inline bint is_number(object v) noexcept:
+    return (type(v) is float or type(v) is int) and not isinstance(v, bool)
+
+
+cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
+    """a (op) value, or value (op) a when reflected, for a float tensor a and a Python number."""
+    cdef double s = value
+    cdef object arr
+    cdef int fop
+    cdef ScalarBackward node = None
+    cdef bint record_it = grad_enabled() and a.requires_grad_c()
+    if op == OP_POW or not is_fast(a.data):
+        ufunc = BINARY_UFUNCS[op]
+        if reflected:
+            arr = as_array(ufunc(value, a.data, dtype=a.data.dtype))
+        else:
+            arr = as_array(ufunc(a.data, value, dtype=a.data.dtype))
+    else:
+        fop = (F_ADD if op == OP_ADD else F_SUB if op == OP_SUB else F_MUL if op == OP_MUL
+               else F_DIV)
+        if reflected and op == OP_SUB:
+            fop = F_RSUB
+        elif reflected and op == OP_DIV:
+            fop = F_RDIV
+        arr = fast_scalar(fop, a.data, s)
+    cdef Tensor out = wrap(arr)
+    if not record_it:
+        return out
+    if op == OP_ADD or (op == OP_SUB and not reflected):
+        node = AddScalarBackward.__new__(AddScalarBackward)
+    elif op == OP_SUB:
+        node = RSubScalarBackward.__new__(RSubScalarBackward)
+    elif op == OP_MUL:
+        node = MulScalarBackward.__new__(MulScalarBackward)
+    elif op == OP_DIV and not reflected:
+        node = DivScalarBackward.__new__(DivScalarBackward)
+    elif op == OP_DIV:
+        node = RDivScalarBackward.__new__(RDivScalarBackward)
+    elif not reflected:
+        node = PowScalarBackward.__new__(PowScalarBackward)
+    else:
+        node = RPowScalarBackward.__new__(RPowScalarBackward)
+    record(node, a, None)
+    node.scalar = s
+    node.label = BINARY_NODE_NAMES[op]
+    attach_output(out, node, 0)
+    if op == OP_POW and reflected:
+        node.scalar = np.log(s) if s > 0 else (np.nan if s < 0 else -np.inf)
+        node.saved_x = save_tensor(out, node, True)
+    elif (op == OP_DIV and reflected) or op == OP_POW:
+        node.saved_x = save_tensor(a, node, False)
+    return out
+
+
+cdef Tensor same_shape_op(int op, Tensor a, Tensor b):
+    """a (op) b for two fast arrays of one dtype and shape: a typed loop, no broadcasting."""
+    cdef Tensor out = wrap(fast_binary(op, a.data, b.data, None))
+    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+        return out
+    cdef BinaryBackward node
+    if op == OP_ADD:
+        node = AddBackward.__new__(AddBackward)
+    elif op == OP_SUB:
+        node = SubBackward.__new__(SubBackward)
+    elif op == OP_MUL:
+        node = MulBackward.__new__(MulBackward)
+    else:
+        node = DivBackward.__new__(DivBackward)
+    record(node, a, b)
+    node.a_dtype = descr(a.data)
+    node.b_dtype = node.a_dtype
+    if op == OP_MUL:
+        if needs(node, 0):
+            node.b = save_tensor(b, node, False)
+        if needs(node, 1):
+            node.a = save_tensor(a, node, False)
+    elif op == OP_DIV:
+        node.b = save_tensor(b, node, False)
+        if needs(node, 1):
+            node.a = save_tensor(a, node, False)
+    attach_output(out, node, 0)
+    return out
 
 
 cdef Tensor binary_op(int op, object x, object y):
     """The forward of every binary arithmetic op: promote, compute, record."""
+    cdef Tensor a, b
+    # fast paths: tensor (op) Python number, and two same-shape tensors of one float dtype
+    if type(x) is Tensor:
+        a = <Tensor>x
+        if type(y) is Tensor:
+            b = <Tensor>y
+            if op != OP_POW and fast_pair(a.data, b.data):
+                return same_shape_op(op, a, b)
+        elif is_number(y) and is_float_dtype(descr(a.data)):
+            return scalar_op(op, a, y, False)
+    elif type(y) is Tensor and is_number(x) and is_float_dtype(descr((<Tensor>y).data)):
+        return scalar_op(op, <Tensor>y, x, True)
     cdef str name = BINARY_NAMES[op]
-    cdef Tensor a = operand(x, name)
-    cdef Tensor b = operand(y, name)
+    a = operand(x, name)
+    b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     if op == OP_DIV and not is_float_dtype(dt):
         dt = float32

@@ -118,8 +118,8 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     if grad_enabled() and a.requires_grad_c():
         node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
         record(node, a, None)
-        hit = (a.data == kept).astype(a.data.dtype)
-        node.weight = hit / np.sum(hit, axis=dims, keepdims=True)
+        hit = as_array(a.data == kept).astype(a.data.dtype)
+        node.weight = as_array(hit / np.sum(hit, axis=dims, keepdims=True))
         node.in_shape = a.data.shape
         node.dims = dims
         node.keepdim = keepdim

@@ -19,7 +19,7 @@ cdef class SelectBackward(Node):
         if needs(self, 0):
             gx = reduce_grad(mul(g, wrap(self.weight_x)), self.a_shape, self.a_dtype)
         if needs(self, 1):
-            gy = reduce_grad(mul(g, wrap(1 - self.weight_x)), self.b_shape, self.b_dtype)
+            gy = reduce_grad(mul(g, wrap(as_array(1 - self.weight_x))), self.b_shape, self.b_dtype)
         return (gx, gy)
 
 
@@ -39,7 +39,7 @@ cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, o
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     record(node, a, b)
-    node.weight_x = np.broadcast_to(weight_x, out.data.shape).astype(out.data.dtype)
+    node.weight_x = np.broadcast_to(as_array(weight_x), out.data.shape).astype(out.data.dtype)
     node.a_shape = shape_if_broadcast(a.data, out.data)
     node.b_shape = shape_if_broadcast(b.data, out.data)
     node.a_dtype = descr(a.data)

@@ -45,20 +45,23 @@ cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_out
 cpdef Tensor exp(object x):
     """e ** x."""
     cdef Tensor a = operand(x, "exp")
-    return record_unary(wrap(unary_kernel(np.exp, a)), a, ExpBackward.__new__(ExpBackward), True)
+    cdef object arr = fast_unary(U_EXP, np.exp, a.data) if is_fast(a.data) else unary_kernel(np.exp, a)
+    return record_unary(wrap(arr), a, ExpBackward.__new__(ExpBackward), True)
 
 
 cpdef Tensor log(object x):
     """Natural logarithm of x."""
     cdef Tensor a = operand(x, "log")
-    return record_unary(wrap(unary_kernel(np.log, a)), a, LogBackward.__new__(LogBackward), False)
+    cdef object arr = fast_unary(U_LOG, np.log, a.data) if is_fast(a.data) else unary_kernel(np.log, a)
+    return record_unary(wrap(arr), a, LogBackward.__new__(LogBackward), False)
 
 
 cpdef Tensor tanh(object x):
     """Hyperbolic tangent of x."""
     cdef Tensor a = operand(x, "tanh")
-    return record_unary(wrap(unary_kernel(np.tanh, a)), a, TanhBackward.__new__(TanhBackward),
-                        True)
+    cdef object arr = fast_unary(U_TANH, np.tanh, a.data) if is_fast(a.data) else \
+        unary_kernel(np.tanh, a)
+    return record_unary(wrap(arr), a, TanhBackward.__new__(TanhBackward), True)
 
 
 cpdef Tensor relu(object x):
@@ -188,10 +191,14 @@ cdef class TanhBackwardBackward(Node):
 
 cpdef Tensor tanh_backward(Tensor g, Tensor y):
     """g * (1 - y*y), in one pass over fresh memory."""
-    cdef object yy = as_array(np.multiply(y.data, y.data))
-    np.subtract(1, yy, out=yy)
-    np.multiply(g.data, yy, out=yy)
-    cdef Tensor out = wrap(as_array(yy))
+    cdef object yy
+    if fast_pair(g.data, y.data):
+        yy = fast_fused_backward(True, g.data, y.data)
+    else:
+        yy = as_array(np.multiply(y.data, y.data))
+        np.subtract(1, yy, out=yy)
+        np.multiply(g.data, yy, out=yy)
+    cdef Tensor out = wrap(yy)
     cdef TanhBackwardBackward node
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
         node = TanhBackwardBackward.__new__(TanhBackwardBackward)
@@ -221,9 +228,13 @@ cdef class SigmoidBackwardBackward(Node):
 
 cpdef Tensor sigmoid_backward(Tensor g, Tensor y):
     """g * y * (1 - y), over fresh memory."""
-    cdef object t = as_array(np.subtract(1, y.data, dtype=y.data.dtype))
-    np.multiply(t, y.data, out=t)
-    np.multiply(t, g.data, out=t)
+    cdef object t
+    if fast_pair(g.data, y.data):
+        t = fast_fused_backward(False, g.data, y.data)
+    else:
+        t = as_array(np.subtract(1, y.data, dtype=y.data.dtype))
+        np.multiply(t, y.data, out=t)
+        np.multiply(t, g.data, out=t)
     cdef Tensor out = wrap(t)
     cdef SigmoidBackwardBackward node
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):

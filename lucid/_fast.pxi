@@ -1,0 +1,168 @@
+# Typed loops for contiguous float32/float64 arrays: the hot path of small elementwise ops.
+#
+# NumPy's ufunc call costs about a microsecond before it touches data; these loops cost tens of
+# nanoseconds, so they win on small arrays. Above LARGE elements NumPy's SIMD kernels (tanh,
+# exp, log) win, so those fall back to ufuncs with out=; the arithmetic loops vectorize (-O3)
+# and stay typed at every size.
+
+from libc.math cimport exp as c_exp, log as c_log, tanh as c_tanh
+
+cdef enum:
+    LARGE = 2048
+
+ctypedef fused real:
+    float
+    double
+
+cdef enum FastOp:
+    F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV
+
+
+cdef inline bint is_fast(object arr) noexcept:
+    """C-contiguous float32 or float64: the typed loops apply."""
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    cdef int t = cnp.PyArray_TYPE(a)
+    return (t == cnp.NPY_FLOAT64 or t == cnp.NPY_FLOAT32) and cnp.PyArray_IS_C_CONTIGUOUS(a)
+
+
+cdef inline bint fast_pair(object x, object y) noexcept:
+    """Both fast, same dtype, same shape."""
+    return is_fast(x) and is_fast(y) and \
+        cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.PyArray_TYPE(<cnp.ndarray>y) and same_shape(x, y)
+
+
+cdef inline object empty_like_fast(object arr):
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_TYPE(a), 0)
+
+
+cdef inline void loop_binary(int op, real* a, real* b, real* o, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    if op == F_ADD:
+        for i in range(n):
+            o[i] = a[i] + b[i]
+    elif op == F_SUB:
+        for i in range(n):
+            o[i] = a[i] - b[i]
+    elif op == F_MUL:
+        for i in range(n):
+            o[i] = a[i] * b[i]
+    else:
+        for i in range(n):
+            o[i] = a[i] / b[i]
+
+
+cdef inline void loop_scalar(int op, real* a, real s, real* o, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    if op == F_ADD:
+        for i in range(n):
+            o[i] = a[i] + s
+    elif op == F_SUB:
+        for i in range(n):
+            o[i] = a[i] - s
+    elif op == F_MUL:
+        for i in range(n):
+            o[i] = a[i] * s
+    elif op == F_DIV:
+        for i in range(n):
+            o[i] = a[i] / s
+    elif op == F_RSUB:
+        for i in range(n):
+            o[i] = s - a[i]
+    else:
+        for i in range(n):
+            o[i] = s / a[i]
+
+
+cdef object fast_binary(int op, object x, object y, object out):
+    """out = x (op) y elementwise; all fast, same dtype and shape (out made when None)."""
+    if out is None:
+        out = empty_like_fast(x)
+    cdef cnp.ndarray a = <cnp.ndarray>x, b = <cnp.ndarray>y, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        loop_binary[double](op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(b),
+                            <double*>cnp.PyArray_DATA(o), n)
+    else:
+        loop_binary[float](op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(b),
+                           <float*>cnp.PyArray_DATA(o), n)
+    return out
+
+
+cdef object fast_scalar(int op, object x, double s):
+    """x (op) s elementwise into a new array of x's dtype; x fast."""
+    cdef object out = empty_like_fast(x)
+    cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        loop_scalar[double](op, <double*>cnp.PyArray_DATA(a), s, <double*>cnp.PyArray_DATA(o), n)
+    else:
+        loop_scalar[float](op, <float*>cnp.PyArray_DATA(a), <float>s, <float*>cnp.PyArray_DATA(o),
+                           n)
+    return out
+
+
+cdef inline void loop_tanh_backward(real* g, real* y, real* o, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        o[i] = g[i] * (1 - y[i] * y[i])
+
+
+cdef inline void loop_sigmoid_backward(real* g, real* y, real* o, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        o[i] = g[i] * y[i] * (1 - y[i])
+
+
+cdef object fast_fused_backward(bint is_tanh, object g, object y):
+    """tanh: g*(1 - y*y); sigmoid: g*y*(1 - y); one pass; g, y fast, same dtype and shape."""
+    cdef object out = empty_like_fast(y)
+    cdef cnp.ndarray gg = <cnp.ndarray>g, yy = <cnp.ndarray>y, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(yy)
+    if cnp.PyArray_TYPE(yy) == cnp.NPY_FLOAT64:
+        if is_tanh:
+            loop_tanh_backward[double](<double*>cnp.PyArray_DATA(gg), <double*>cnp.PyArray_DATA(yy),
+                                       <double*>cnp.PyArray_DATA(o), n)
+        else:
+            loop_sigmoid_backward[double](<double*>cnp.PyArray_DATA(gg),
+                                          <double*>cnp.PyArray_DATA(yy),
+                                          <double*>cnp.PyArray_DATA(o), n)
+    else:
+        if is_tanh:
+            loop_tanh_backward[float](<float*>cnp.PyArray_DATA(gg), <float*>cnp.PyArray_DATA(yy),
+                                      <float*>cnp.PyArray_DATA(o), n)
+        else:
+            loop_sigmoid_backward[float](<float*>cnp.PyArray_DATA(gg), <float*>cnp.PyArray_DATA(yy),
+                                         <float*>cnp.PyArray_DATA(o), n)
+    return out
+
+
+cdef enum FastUnary:
+    U_EXP, U_LOG, U_TANH
+
+
+cdef inline void loop_unary(int op, real* a, real* o, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    if op == U_EXP:
+        for i in range(n):
+            o[i] = c_exp(a[i])
+    elif op == U_LOG:
+        for i in range(n):
+            o[i] = c_log(a[i])
+    else:
+        for i in range(n):
+            o[i] = c_tanh(a[i])
+
+
+cdef object fast_unary(int op, object ufunc, object x):
+    """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large."""
+    cdef object out = empty_like_fast(x)
+    cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+    if n >= LARGE:
+        ufunc(x, out=out)
+    elif cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        loop_unary[double](op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(o), n)
+    else:
+        loop_unary[float](op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n)
+    return out
