@@ -166,3 +166,54 @@ cdef object fast_unary(int op, object ufunc, object x):
     else:
         loop_unary[float](op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n)
     return out
+
+
+cdef inline double loop_sum(real* a, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double total = 0
+    for i in range(n):
+        total += a[i]
+    return total
+
+
+cdef object fast_sum_all(object x, bint keepdim, double scale):
+    """scale * sum of every element of a fast x, in a 0-d (or all-ones-shaped) array of x's dtype."""
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int nd = cnp.PyArray_NDIM(a) if keepdim else 0
+    cdef cnp.npy_intp ones[32]
+    cdef int i
+    for i in range(nd):
+        ones[i] = 1
+    cdef object out = cnp.PyArray_EMPTY(nd, ones, cnp.PyArray_TYPE(a), 0)
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        (<double*>cnp.PyArray_DATA(<cnp.ndarray>out))[0] = \
+            loop_sum[double](<double*>cnp.PyArray_DATA(a), n) * scale
+    else:
+        (<float*>cnp.PyArray_DATA(<cnp.ndarray>out))[0] = <float>(
+            loop_sum[float](<float*>cnp.PyArray_DATA(a), n) * scale)
+    return out
+
+
+cdef inline void loop_fill(real* o, real v, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        o[i] = v
+
+
+cdef object fast_fill(tuple shape, object value_array, double scale):
+    """A new contiguous array of shape filled with scale * the one value of a fast array."""
+    cdef cnp.ndarray v = <cnp.ndarray>value_array
+    cdef int nd = len(shape), i
+    cdef cnp.npy_intp dims[32]
+    for i in range(nd):
+        dims[i] = shape[i]
+    cdef object out = cnp.PyArray_EMPTY(nd, dims, cnp.PyArray_TYPE(v), 0)
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>out)
+    if cnp.PyArray_TYPE(v) == cnp.NPY_FLOAT64:
+        loop_fill[double](<double*>cnp.PyArray_DATA(<cnp.ndarray>out),
+                          (<double*>cnp.PyArray_DATA(v))[0] * scale, n)
+    else:
+        loop_fill[float](<float*>cnp.PyArray_DATA(<cnp.ndarray>out),
+                         <float>((<float*>cnp.PyArray_DATA(v))[0] * scale), n)
+    return out

@@ -1,5 +1,6 @@
 # Tensor: an ndarray plus its place in the graph.
 
+@cython.freelist(256)
 cdef class Tensor:
     """A NumPy-backed tensor that records the operations made on it for backward."""
 

@@ -879,3 +879,40 @@ def test_call_forms_positional_and_single_tensor():
     assert_close(res[0], [2.0, 4.0])
     lucid.autograd.backward((x * 1.0).sum())             # a single tensor as tensors
     assert_close(x.grad, [4.0, 4.0])
+
+
+def test_retained_grad_of_root_is_not_the_users_gradient_tensor():
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    ug = f64([1.0, 1.0])
+    y.backward(gradient=ug)
+    ug.fill_(5.0)                       # the user's tensor is theirs to change afterwards
+    assert_close(y.grad, [1.0, 1.0])
+    assert_close(x.grad, [2.0, 2.0])
+
+
+def test_leaf_grad_keeps_dtype_when_a_hook_returns_another_dtype():
+    # "Gradients keep each leaf's own dtype": a hook returning float64 for a float32 leaf is
+    # either cast back or refused (PyTorch refuses), never stored as float64
+    x = lucid.tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    x.register_hook(lambda g: g * lucid.ones(g.shape, dtype=lucid.float64))
+    try:
+        (x * 3.0).sum().backward()
+    except RuntimeError:
+        assert x.grad is None
+        return
+    assert x.grad.dtype == lucid.float32
+    assert_close(x.grad, np.array([3.0, 3.0], dtype=np.float32))
+
+
+def test_inputs_leaf_grad_accumulates_in_place():
+    # with inputs= the named leaves accumulate exactly as in a plain backward: in place
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = f64([3.0, 4.0], requires_grad=True)
+    (x * y).sum().backward(inputs=[x])
+    g_first = x.grad
+    (x * y).sum().backward(inputs=[x])
+    assert_close(x.grad, [6.0, 8.0])
+    assert_close(g_first, [6.0, 8.0])
+    assert y.grad is None

@@ -20,7 +20,7 @@ cdef class SumBackward(Node):
     cdef bint keepdim
 
     cdef tuple apply(self, tuple grads):
-        return (expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),)
+        return (spread_reduced(grads[0], self.in_shape, self.dims, self.keepdim, 1.0),)
 
 
 cdef class MeanBackward(SumBackward):
@@ -28,7 +28,16 @@ cdef class MeanBackward(SumBackward):
     cdef double count
 
     cdef tuple apply(self, tuple grads):
-        return (div(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim), self.count),)
+        return (spread_reduced(grads[0], self.in_shape, self.dims, self.keepdim, 1.0 / self.count),)
+
+
+cdef Tensor spread_reduced(Tensor g, tuple in_shape, tuple dims, bint keepdim, double scale):
+    """scale * expand_reduced(g): a fresh filled array when g is one value and nothing records."""
+    if not grad_enabled() and cnp.PyArray_SIZE(<cnp.ndarray>g.data) == 1 and is_fast(g.data) \
+            and len(in_shape) <= 32:
+        return wrap(fast_fill(in_shape, g.data, scale))
+    g = expand_reduced(g, in_shape, dims, keepdim)
+    return g if scale == 1.0 else mul(g, scale)
 
 
 cdef Tensor expand_reduced(Tensor g, tuple in_shape, tuple dims, bint keepdim):
@@ -46,16 +55,19 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
     cdef cnp.dtype dt = descr(a.data)
     cdef object out_dtype = None
+    cdef object arr
     if is_mean and not is_float_dtype(dt):
         raise RuntimeError(f"mean: input dtype {dtype_name(dt)} is not floating point; "
                            "convert with .float() first")
-    if not is_float_dtype(dt):
-        out_dtype = int64
-    cdef object arr
-    if is_mean:
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>a.data)
+    if dim is None and is_fast(a.data) and n > 0 and ndim_of(a.data) <= 32:
+        arr = fast_sum_all(a.data, keepdim, 1.0 / n if is_mean else 1.0)
+    elif is_mean:
         arr = np.mean(a.data, axis=dims, keepdims=keepdim)
     else:
         arr = np.sum(a.data, axis=dims, keepdims=keepdim, dtype=out_dtype)
+    if not is_float_dtype(dt):
+        out_dtype = int64
     cdef Tensor out = wrap(as_array(arr))
     cdef SumBackward node
     cdef Py_ssize_t count = 1
