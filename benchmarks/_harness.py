@@ -675,7 +675,7 @@ def fmt_time(s):
 def fmt_ratio(x):
     if x is None:
         return "-"
-    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+    return f"{x:.3g}"
 
 
 def fmt_bytes(b):

@@ -21,8 +21,8 @@ cdef void init_identity(Node node):
     """A new node's sequence number, and its forward traceback in anomaly mode."""
     node.sequence_nr = next_sequence_nr()
     if anomaly_enabled:
-        stack = _traceback.format_stack()
-        node.anomaly_trace = "".join(stack[:len(stack) - 1])
+        # called from compiled code: the innermost Python frame is the caller of the op
+        node.anomaly_trace = "".join(_traceback.format_stack())
 
 
 cdef void note_forward_trace(BaseException error, Node node):

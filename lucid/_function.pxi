@@ -85,14 +85,18 @@ cdef class PythonBackwardNode(Node):
         if self.backward_fn is None:
             raise NotImplementedError(f"Function {self.function.__name__} does not implement "
                                       "backward(ctx, *grad_outputs)")
-        cdef list args = [ctx]
-        cdef Py_ssize_t i
-        for i in range(self.num_outputs):
+        cdef Py_ssize_t i, n = self.num_outputs
+        cdef tuple args = PyTuple_New(n + 1)
+        Py_INCREF(ctx)
+        PyTuple_SET_ITEM(args, 0, ctx)
+        for i in range(n):
             g = grads[i]
-            meta = self.output_meta[i]
-            if g is None and meta is not None and ctx.materialize_grads:
-                g = wrap(np.zeros(meta[0], dtype=meta[1]))
-            args.append(g)
+            if g is None and ctx.materialize_grads:
+                meta = self.output_meta[i]
+                if meta is not None:
+                    g = wrap(np.zeros(meta[0], dtype=meta[1]))
+            Py_INCREF(g)
+            PyTuple_SET_ITEM(args, i + 1, g)
         try:
             result = self.backward_fn(*args)
         except BaseException as e:
@@ -107,7 +111,7 @@ cdef class PythonBackwardNode(Node):
 
     cdef tuple checked_gradients(self, object result):
         """What backward returned, as one gradient (or None) per forward input."""
-        cdef str fn = self.function.__name__
+        cdef object fn = FunctionName(self.function)
         cdef tuple got
         if result is None or isinstance(result, Tensor):
             got = (result,)
@@ -118,7 +122,10 @@ cdef class PythonBackwardNode(Node):
                                "must return a Tensor, None, or a tuple with one entry per "
                                "forward input")
         cdef Py_ssize_t n = self.num_inputs, i
-        if len(got) < n or any(g is not None for g in got[n:]):
+        cdef bint extra = False
+        for i in range(n, len(got)):
+            extra = extra or got[i] is not None
+        if len(got) < n or extra:
             raise RuntimeError(f"Function {fn}.backward returned {len(got)} gradients, expected "
                                f"{n} (one per forward input, None for those without one)")
         cdef list out = []
@@ -152,6 +159,20 @@ cdef class PythonBackwardNode(Node):
         return tuple(out)
 
 
+cdef class FunctionName:
+    """A Function's name, looked up only when an error message is formatted."""
+    cdef object function
+
+    def __cinit__(self, function):
+        self.function = function
+
+    def __format__(self, spec):
+        return format(self.function.__name__, spec)
+
+    def __str__(self):
+        return self.function.__name__
+
+
 def make_backward_class(function_cls):
     """The node class of a Function subclass: <ClassName>Backward(PythonBackwardNode)."""
     return type(f"{function_cls.__name__}Backward", (PythonBackwardNode,),
@@ -166,8 +187,33 @@ cdef inline bint is_in(object x, tuple items):
     return False
 
 
-def function_apply(function_cls, node_cls, backward_fn, tuple args):
-    """Run function_cls.forward(ctx, *args) without recording; attach its node to the outputs."""
+cdef class FunctionInfo:
+    """What Function.apply needs of a Function subclass, computed once per class."""
+    cdef readonly object function_cls
+    cdef readonly object node_cls
+    cdef readonly object forward_fn
+    cdef readonly object backward_fn
+
+    def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn):
+        self.function_cls = function_cls
+        self.node_cls = node_cls
+        self.forward_fn = forward_fn
+        self.backward_fn = backward_fn
+
+
+def function_apply(function_cls, *args):
+    """Function.apply: run forward(ctx, *args) without recording; attach its node to the outputs."""
+    info = getattr(function_cls, "_lucid_info", None)
+    if info is None or (<FunctionInfo>info).function_cls is not function_cls:
+        info = function_cls._lucid_make_info()
+    if (<FunctionInfo>info).forward_fn is None:
+        raise NotImplementedError(f"Function {function_cls.__name__} does not implement "
+                                  "forward(ctx, *args)")
+    return apply_function(<FunctionInfo>info, args)
+
+
+cdef object apply_function(FunctionInfo info, tuple args):
+    cdef object function_cls = info.function_cls
     cdef FunctionCtx ctx = FunctionCtx.__new__(FunctionCtx)
     cdef Py_ssize_t n = len(args), i
     cdef bint record_call = False
@@ -181,7 +227,7 @@ def function_apply(function_cls, node_cls, backward_fn, tuple args):
     ctx.needs_input_grad = tuple(needs_grad)
     cdef bint previous = set_grad_enabled_c(False)
     try:
-        outputs = function_cls.forward(ctx, *args)
+        outputs = info.forward_fn(ctx, *args)
     finally:
         set_grad_enabled_c(previous)
     cdef bint is_tuple = isinstance(outputs, tuple)
@@ -192,7 +238,7 @@ def function_apply(function_cls, node_cls, backward_fn, tuple args):
     cdef Tensor t
     cdef list meta
     if record_call:
-        node = node_cls.__new__(node_cls)
+        node = PythonBackwardNode.__new__(info.node_cls)
         init_identity(node)
         node.set_num_inputs(n)
         meta = [None] * n
@@ -205,7 +251,7 @@ def function_apply(function_cls, node_cls, backward_fn, tuple args):
         node.num_outputs = len(outs)
         node.ctx = ctx
         node.function = function_cls
-        node.backward_fn = backward_fn
+        node.backward_fn = info.backward_fn
         ctx._node = <PyObject*>node
     meta = [None] * len(outs)
     for i in range(len(outs)):

@@ -32,8 +32,7 @@ __all__ = ["Function", "FunctionCtx", "PythonBackwardNode", "once_differentiable
 class Function:
     """Base class of custom differentiable operations (see the module docstring)."""
 
-    _backward_cls = None
-    _backward_fn = None
+    _lucid_info = None
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(f"{type(self).__name__} is not instantiated: call "
@@ -41,12 +40,16 @@ class Function:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._backward_cls = _core.make_backward_class(cls)
-        backward = cls.__dict__.get("backward", None)
-        if backward is None:
-            backward = next((c.__dict__["backward"] for c in cls.__mro__[1:]
-                             if "backward" in c.__dict__ and c is not Function), None)
-        cls._backward_fn = None if backward is None else getattr(cls, "backward")
+        cls._lucid_make_info()
+
+    @classmethod
+    def _lucid_make_info(cls):
+        """Compute once what apply needs: the node class, forward and backward."""
+        forward = None if cls.forward is Function.forward else cls.forward
+        backward = None if cls.backward is Function.backward else cls.backward
+        cls._lucid_info = _core.FunctionInfo(cls, _core.make_backward_class(cls), forward,
+                                             backward)
+        return cls._lucid_info
 
     @staticmethod
     def forward(ctx, *args):
@@ -58,15 +61,8 @@ class Function:
         """Gradients of the inputs from the gradients of the outputs."""
         raise NotImplementedError("a Function must implement backward(ctx, *grad_outputs)")
 
-    @classmethod
-    def apply(cls, *args):
-        """Run forward and record the call for backward."""
-        if cls is Function:
-            raise RuntimeError("Function.apply is called on a subclass of Function")
-        if cls.forward is Function.forward:
-            raise NotImplementedError(f"Function {cls.__name__} does not implement "
-                                      "forward(ctx, *args)")
-        return _core.function_apply(cls, cls._backward_cls, cls._backward_fn, args)
+    # Function.apply(*args): run forward and record the call for backward (compiled).
+    apply = classmethod(_core.function_apply)
 
 
 def once_differentiable(backward):
