@@ -20,6 +20,8 @@ def is_anomaly_enabled():
 cdef void init_identity(Node node):
     """A new node's sequence number, and its forward traceback in anomaly mode."""
     node.sequence_nr = next_sequence_nr()
+    if creation_sites_on:
+        note_creation_site(node)
     if anomaly_enabled:
         # called from compiled code: the innermost Python frame is the caller of the op
         node.anomaly_trace = "".join(_traceback.format_stack())
@@ -37,6 +39,7 @@ cdef void check_nan_gradients(Node node, tuple outs) except *:
         g = outs[i]
         if g is not None and (<Tensor>g).data.dtype.kind == "f" and \
                 np.isnan((<Tensor>g).data).any():
-            error = RuntimeError(f"{node.name()} returned NaN values in its gradient for input {i}")
+            error = RuntimeError(f"{describe(node)} returned NaN values in its gradient for "
+                                 f"input {i}")
             note_forward_trace(error, node)
             raise error

@@ -25,6 +25,7 @@ cdef class Storage:
     cdef readonly int64_t version               # bumped by every in-place change of the memory
     cdef readonly int64_t graph_version         # bumped by in-place changes recorded in the graph
     cdef readonly object base                   # the ndarray that owns the memory
+    cdef readonly str last_op                   # the lucid op that last changed it in place
 
 
 # ------------------------------------------------------------------------------------------------
@@ -48,6 +49,7 @@ cdef class Tensor:
     cdef Storage storage(self)                  # the storage, made if missing
     cdef int64_t version(self) noexcept         # current version (0 if never written)
     cdef void bump_version(self)                # an in-place write happened
+    cdef void bump_version_by(self, str op)     # ... made by the lucid op named op
     cdef inline bint requires_grad_c(self) noexcept:
         return self._requires_grad or self._grad_fn is not None
 
@@ -72,6 +74,7 @@ cdef class SavedTensor:
     cdef bint is_output                         # saved tensor was an output of the owning node
     cdef bint out_requires_grad                 # a saved output required grad
     cdef int output_nr                          # a saved output's slot in the owning node
+    cdef object guarded_array                   # array made read-only by the saved-tensor guard
 
     cdef Tensor unpack(self, Node owner)        # check the version, give the tensor back
     cdef void clear(self)                       # drop what it holds

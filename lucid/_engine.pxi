@@ -138,9 +138,24 @@ cdef Tensor checked_hook_result(object result, Tensor g, str where):
     return <Tensor>result
 
 
-cdef Tensor run_hooks(dict hooks, Tensor g, str where):
+cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
+    cdef int64_t start
     for fn in list(hooks.values()):
-        result = fn(g)
+        start = now_ns() if profiling else 0
+        try:
+            result = fn(g)
+        except BaseException as e:
+            e.add_note(f"lucid: raised in a hook on {where} (gradient flowing into "
+                       f"{describe(node)})")
+            try:
+                e._lucid_noted = True
+            except AttributeError:
+                pass
+            raise
+        finally:
+            if profiling:
+                counters.python_reentries += 1
+                counters.python_ns += now_ns() - start
         if result is not None:
             g = checked_hook_result(result, g, where)
     return g
@@ -153,11 +168,12 @@ cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumul
     if type(node) is AccumulateGrad:
         t = (<AccumulateGrad>node).variable
         if t._hooks and out[0] is not None:
-            out[0] = run_hooks(t._hooks, <Tensor>out[0], "a leaf tensor")
+            out[0] = run_hooks(t._hooks, <Tensor>out[0], "a leaf tensor", node)
     if node.pre_hooks:
         for slot, hooks in node.pre_hooks.items():
             if out[slot] is not None and hooks:
-                out[slot] = run_hooks(hooks, <Tensor>out[slot], f"an output of {node.name()}")
+                out[slot] = run_hooks(hooks, <Tensor>out[slot], f"output {slot} of {node.name()}",
+                                      node)
     if node.retain_grad_slots and accumulate:
         for slot, ref in node.retain_grad_slots:
             t = ref()
@@ -215,6 +231,10 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef int state
     cdef uint64_t owned
     cdef bint previous_mode = set_grad_enabled_c(create_graph)
+    cdef int64_t started = 0
+    if profiling:
+        counters.backward_calls += 1
+        started = now_ns()
     lucid_traversal_depth += 1
     try:
         discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN)
@@ -270,6 +290,12 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                         if not keep_graph:
                             node.release_saved()
                             node.released = True
+                    if profiling:
+                        counters.nodes_run += 1
+                elif profiling:
+                    counters.nodes_skipped += 1
+            elif profiling:
+                counters.nodes_skipped += 1
             for i in range(node.num_inputs):
                 if node.next_edges[i].node == NULL:
                     continue
@@ -293,6 +319,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 node.exec_state = state_tuple[5]
         lucid_traversal_depth -= 1
         set_grad_enabled_c(previous_mode)
+        if profiling and started:
+            counters.engine_ns += now_ns() - started
 
 
 cdef tuple call_apply(Node node, tuple grads):
@@ -302,7 +330,11 @@ cdef tuple call_apply(Node node, tuple grads):
         outs = node.apply(grads)
     except BaseException as e:
         if not getattr(e, "_lucid_noted", False):
-            e.add_note(f"lucid: raised while running the backward of {node.name()}")
+            e.add_note(f"lucid: raised while running the backward of {describe(node)}")
+            try:
+                e._lucid_noted = True
+            except AttributeError:
+                pass
         if anomaly_enabled:
             note_forward_trace(e, node)
         raise

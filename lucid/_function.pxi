@@ -97,16 +97,21 @@ cdef class PythonBackwardNode(Node):
                     g = wrap(np.zeros(meta[0], dtype=meta[1]))
             Py_INCREF(g)
             PyTuple_SET_ITEM(args, i + 1, g)
+        cdef int64_t start = now_ns() if profiling else 0
         try:
             result = self.backward_fn(*args)
         except BaseException as e:
             e.add_note(f"lucid: raised in the backward of Function {self.function.__name__} "
-                       f"({self.name()})")
+                       f"({describe(self)})")
             try:
                 e._lucid_noted = True
             except AttributeError:
                 pass
             raise
+        finally:
+            if profiling:
+                counters.python_reentries += 1
+                counters.python_ns += now_ns() - start
         return self.checked_gradients(result)
 
     cdef tuple checked_gradients(self, object result):

@@ -85,6 +85,11 @@ cdef class Node:
                 out.append((<object>self.next_edges[i].node, self.next_edges[i].input_nr))
         return tuple(out)
 
+    @property
+    def creation_site(self):
+        """'file:line' of the forward call that made this node (None if unknown)."""
+        return creation_site_of(self)
+
     def register_hook(self, fn):
         """Not supported on nodes yet; register hooks on tensors."""
         raise RuntimeError("hooks on nodes are not supported; use Tensor.register_hook")

@@ -20,10 +20,13 @@ cdef class SavedTensor:
         else:
             current = self.tensor.version()
         if current != self.saved_version:
+            storage = self.out_storage if self.is_output else self.tensor._storage
+            by = "" if storage is None or storage.last_op is None else \
+                f" (last changed in place by {storage.last_op})"
             raise RuntimeError(
                 "one of the tensors needed for gradient computation has been modified by an "
                 f"in-place operation: it was saved by {owner.name()} at version "
-                f"{self.saved_version} and is now at version {current}. Avoid changing it in "
+                f"{self.saved_version} and is now at version {current}{by}. Avoid changing it in "
                 "place (use an out-of-place op or .clone() it before the change)")
         if not self.is_output:
             return self.tensor
@@ -37,6 +40,13 @@ cdef class SavedTensor:
         self.tensor = None
         self.data = None
         self.out_storage = None
+        if self.guarded_array is not None:
+            unguard(self.guarded_array)
+            self.guarded_array = None
+
+    def __dealloc__(self):
+        if self.guarded_array is not None:
+            unguard(self.guarded_array)
 
 
 cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
@@ -52,11 +62,57 @@ cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
     else:
         s.tensor = t
         s.saved_version = t.version()
+    if saved_tensor_guard_on:
+        s.guarded_array = guard(t.data)
     return s
+
+
+# -- the saved-tensor guard: saved arrays are read-only while a node holds them --------------------
+
+cdef bint saved_tensor_guard_on = False
+cdef dict guarded_counts = {}          # id(array) -> number of SavedTensors guarding it
+
+
+def set_saved_tensor_guard(bint on):
+    """Make arrays saved for backward read-only while their node holds them; returns the previous setting."""
+    global saved_tensor_guard_on
+    cdef bint previous = saved_tensor_guard_on
+    saved_tensor_guard_on = on
+    return previous
+
+
+cdef object guard(object array):
+    """Make array read-only (counting nested guards); None when it already was read-only."""
+    cdef Py_ssize_t key = id(array)
+    count = guarded_counts.get(key)
+    if count is None:
+        if not array.flags.writeable:
+            return None
+        array.flags.writeable = False
+        guarded_counts[key] = 1
+    else:
+        guarded_counts[key] = count + 1
+    return array
+
+
+cdef void unguard(object array):
+    cdef Py_ssize_t key = id(array)
+    count = guarded_counts.get(key)
+    if count is None:
+        return
+    if count <= 1:
+        del guarded_counts[key]
+        array.flags.writeable = True
+    else:
+        guarded_counts[key] = count - 1
+
+
+cdef bint is_guarded(object array):
+    return id(array) in guarded_counts
 
 
 cdef void raise_freed_graph(Node node) except *:
     raise RuntimeError(
-        f"Trying to backward through {node.name()} a second time: its saved values were freed "
+        f"Trying to backward through {describe(node)} a second time: its saved values were freed "
         "when backward() or autograd.grad() first ran through it. Pass retain_graph=True to the "
         "first call if you need to backward through the graph again.")

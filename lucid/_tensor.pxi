@@ -21,6 +21,11 @@ cdef class Tensor:
         cdef Storage s = self.storage()
         s.version += 1
 
+    cdef void bump_version_by(self, str op):
+        cdef Storage s = self.storage()
+        s.version += 1
+        s.last_op = op
+
     @property
     def _version(self):
         return self.version()

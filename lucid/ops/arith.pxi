@@ -18,7 +18,6 @@ cdef class BinaryBackward(Node):
                 None if gb is None else reduce_grad(gb, self.b_shape, self.b_dtype))
 
 
-@cython.freelist(256)
 cdef class AddBackward(BinaryBackward):
     """z = x + y  ->  gx = g, gy = g"""
     cdef tuple apply(self, tuple grads):
@@ -26,7 +25,6 @@ cdef class AddBackward(BinaryBackward):
         return self.reduced(g if needs(self, 0) else None, g if needs(self, 1) else None)
 
 
-@cython.freelist(256)
 cdef class SubBackward(BinaryBackward):
     """z = x - y  ->  gx = g, gy = -g"""
     cdef tuple apply(self, tuple grads):
@@ -34,7 +32,6 @@ cdef class SubBackward(BinaryBackward):
         return self.reduced(g if needs(self, 0) else None, neg(g) if needs(self, 1) else None)
 
 
-@cython.freelist(256)
 cdef class MulBackward(BinaryBackward):
     """z = x * y  ->  gx = g*y, gy = g*x"""
     cdef tuple apply(self, tuple grads):
@@ -43,7 +40,6 @@ cdef class MulBackward(BinaryBackward):
                             mul(g, self.a.unpack(self)) if needs(self, 1) else None)
 
 
-@cython.freelist(256)
 cdef class DivBackward(BinaryBackward):
     """z = x / y  ->  gx = g/y, gy = -g*x/y**2"""
     cdef tuple apply(self, tuple grads):
@@ -81,28 +77,24 @@ cdef class ScalarBackward(Node):
         self.saved_x = None
 
 
-@cython.freelist(256)
 cdef class AddScalarBackward(ScalarBackward):
     """z = x + s (or x - s)  ->  gx = g"""
     cdef tuple apply(self, tuple grads):
         return (grads[0],)
 
 
-@cython.freelist(256)
 cdef class RSubScalarBackward(ScalarBackward):
     """z = s - x  ->  gx = -g"""
     cdef tuple apply(self, tuple grads):
         return (neg(grads[0]),)
 
 
-@cython.freelist(256)
 cdef class MulScalarBackward(ScalarBackward):
     """z = x * s  ->  gx = g*s"""
     cdef tuple apply(self, tuple grads):
         return (mul(grads[0], self.scalar),)
 
 
-@cython.freelist(256)
 cdef class DivScalarBackward(ScalarBackward):
     """z = x / s  ->  gx = g/s"""
     cdef tuple apply(self, tuple grads):

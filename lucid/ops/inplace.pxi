@@ -26,6 +26,10 @@ cdef object write_error(str op, Tensor self, Tensor value, object error):
     if isinstance(error, TypeError):
         return RuntimeError(f"{op}: can't write {dtype_name(value.data.dtype)} values into a "
                             f"{dtype_name(self.data.dtype)} tensor in place")
+    if is_guarded(self.data):
+        return RuntimeError(f"{op}: this tensor is saved for backward and the saved-tensor guard "
+                            "is on (lucid.autograd.set_saved_tensor_guard); clone() it, or write "
+                            "after backward")
     if not self.data.flags.writeable:
         return RuntimeError(f"{op}: this tensor is a read-only view (from expand); clone() it "
                             "before writing")
@@ -86,7 +90,7 @@ cdef Tensor inplace_binary(Tensor self, object other, int op):
     cdef Tensor value = operand(other, name)
     if not check_inplace(self, value, name):
         write_inplace(self, value, op, name)
-        self.bump_version()
+        self.bump_version_by(name)
         return self
     if shares_storage(value, self):
         value = clone(value)          # x.mul_(x): the value must not change under its node
@@ -116,7 +120,7 @@ cdef Tensor inplace_binary(Tensor self, object other, int op):
         if old is not None:
             bnode.a = save_tensor(old, node, False)
     write_inplace(self, value, op, name)
-    self.bump_version()
+    self.bump_version_by(name)
     mark_graph_changed(self)
     attach_output(self, node, 0)
     return self
@@ -168,7 +172,7 @@ cdef void setitem(Tensor self, object index, object value) except *:
         self.data[key] = v.data
     except (ValueError, TypeError) as e:
         raise write_error("setitem", self, v, e) from None
-    self.bump_version()
+    self.bump_version_by("setitem")
     if recorded:
         mark_graph_changed(self)
         attach_output(self, node, 0)

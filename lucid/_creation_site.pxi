@@ -1,0 +1,53 @@
+# Creation sites: every node remembers where its forward ran (code object + instruction offset,
+# resolved to file:line only when an error or a user asks), so backward errors can point at the
+# user's line without anomaly mode.
+
+cdef extern from "Python.h":
+    ctypedef struct PyFrameObject:
+        pass
+    PyFrameObject* PyEval_GetFrame()
+    PyObject* PyFrame_GetCode(PyFrameObject* frame)      # new reference
+    int PyFrame_GetLasti(PyFrameObject* frame)
+
+
+cdef bint creation_sites_on = True
+
+
+def set_creation_sites(bint on):
+    """Record where each node's forward ran (on by default); returns the previous setting."""
+    global creation_sites_on
+    cdef bint previous = creation_sites_on
+    creation_sites_on = on
+    return previous
+
+
+cdef inline void note_creation_site(Node node) noexcept:
+    """Keep the innermost Python frame's code and offset: the caller of the op (compiled code
+    makes no frames of its own)."""
+    cdef PyFrameObject* frame = PyEval_GetFrame()
+    cdef PyObject* code
+    if frame == NULL:
+        return
+    code = PyFrame_GetCode(frame)
+    node.creation_code = <object>code
+    Py_XDECREF(code)
+    node.creation_lasti = PyFrame_GetLasti(frame)
+
+
+cdef object creation_site_of(Node node):
+    """'file:line' of the forward call that made node, or None."""
+    code = node.creation_code
+    if code is None:
+        return None
+    line = code.co_firstlineno
+    for start, end, number in code.co_lines():
+        if start <= node.creation_lasti < end and number is not None:
+            line = number
+            break
+    return f"{code.co_filename}:{line}"
+
+
+cdef str describe(Node node):
+    """The node's name and, when known, where it was created."""
+    site = creation_site_of(node)
+    return node.name() if site is None else f"{node.name()} (created at {site})"
