@@ -103,14 +103,42 @@ cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint c
     return wrap(as_array(np.add(current.data, g.data, dtype=current.data.dtype)))
 
 
-cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph):
-    """Accumulate g into node's pending gradient for output slot."""
+cdef extern from *:
+    """
+    #define lucid_refcount(o) Py_REFCNT(o)
+    """
+    Py_ssize_t lucid_refcount(PyObject* o)
+
+
+cdef inline bint engine_holds_only(object g, Py_ssize_t engine_refs) noexcept:
+    """Note [Gradient ownership]: a gradient arriving at a buffer belongs to the engine when the
+    engine's own references (engine_refs) are all the tensor has, and the tensor is the only
+    holder of memory it owns: then nothing else can see a write into it. A gradient a node also
+    saved, sent down two edges, kept by a hook or given by the user fails this test, and the
+    engine never writes into it (it makes a new buffer for a sum, or copies into .grad)."""
+    if lucid_refcount(<PyObject*>g) != engine_refs:
+        return False
+    cdef Tensor t = <Tensor>g
+    if t._storage is not None or t._grad_fn is not None or \
+            lucid_refcount(<PyObject*>t.data) != 1 or not is_fast(t.data):
+        return False
+    cdef cnp.ndarray arr = <cnp.ndarray>t.data
+    return cnp.PyArray_BASE(arr) == NULL and cnp.PyArray_ISWRITEABLE(arr)
+
+
+cdef inline bint may_overwrite(Node node, Tensor g) noexcept:
+    """May node's apply write its result into g, its incoming gradient of output 0?"""
+    return (node.buffer_owned & 1) != 0 and not grad_enabled() and is_fast(g.data)
+
+
+cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint owned):
+    """Accumulate g into node's pending gradient for output slot (owned: the engine's alone)."""
     cdef list buf
     cdef uint64_t bit
     if node.num_outputs == 1:
         if node.buffer is None:
             node.buffer = g
-            node.buffer_owned = 0
+            node.buffer_owned = 1 if owned and not create_graph else 0
         else:
             node.buffer = sum_gradients(<Tensor>node.buffer, g, node.buffer_owned & 1, create_graph)
             node.buffer_owned = 0 if create_graph else 1
@@ -121,7 +149,10 @@ cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph):
     bit = (<uint64_t>1) << slot if slot < 64 else 0
     if buf[slot] is None:
         buf[slot] = g
-        node.buffer_owned &= ~bit
+        if owned and not create_graph:
+            node.buffer_owned |= bit
+        else:
+            node.buffer_owned &= ~bit
     else:
         buf[slot] = sum_gradients(<Tensor>buf[slot], g, (node.buffer_owned & bit) != 0, create_graph)
         if not create_graph:
@@ -225,7 +256,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef Node node, child
     cdef Tensor g
     cdef tuple grads, outs
-    cdef object buf
+    cdef object buf, g_out = None
     cdef Py_ssize_t i, k
     cdef bint any_grad
     cdef int state
@@ -250,7 +281,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                     node.exec_state |= EXEC_CAPTURE
             mark_needed(roots, nodes)
         for k in range(len(roots)):
-            add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph)
+            add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph, False)
             (<Node>roots[k]).buffer_owned = 0
         for node in roots:
             if node.dependencies == 0 and node not in ready:
@@ -275,6 +306,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                     grads = run_pre_hooks(node, grads, create_graph, accumulate)
                     owned = 0
                 if state & EXEC_CAPTURE:
+                    owned = 0
                     for k in range(len(targets)):
                         if targets[k] is node:
                             captured[k] = grads[<Py_ssize_t>target_slots[k]]
@@ -286,7 +318,11 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                             accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0],
                                                  owned & 1, create_graph)
                     else:
-                        outs = call_apply(node, grads)
+                        node.buffer_owned = owned          # apply may write into what it owns
+                        try:
+                            outs = call_apply(node, grads)
+                        finally:
+                            node.buffer_owned = 0
                         if not keep_graph:
                             node.release_saved()
                             node.released = True
@@ -296,12 +332,19 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                     counters.nodes_skipped += 1
             elif profiling:
                 counters.nodes_skipped += 1
+            grads = None                               # drop the engine's references to what
+            buf = None                                 # apply got, so ownership can pass on
             for i in range(node.num_inputs):
                 if node.next_edges[i].node == NULL:
                     continue
                 child = <Node>node.next_edges[i].node
-                if outs is not None and outs[i] is not None:
-                    add_to_buffer(child, node.next_edges[i].input_nr, <Tensor>outs[i], create_graph)
+                if outs is not None:
+                    g_out = outs[i]
+                    if g_out is not None:
+                        # references: the outs tuple and g_out
+                        add_to_buffer(child, node.next_edges[i].input_nr, <Tensor>g_out,
+                                      create_graph, engine_holds_only(g_out, 2))
+                    g_out = None
                 child.dependencies -= 1
                 if child.dependencies == 0:
                     ready.append(child)

@@ -91,7 +91,11 @@ cdef object fast_binary(int op, object x, object y, object out):
 
 cdef object fast_scalar(int op, object x, double s):
     """x (op) s elementwise into a new array of x's dtype; x fast."""
-    cdef object out = empty_like_fast(x)
+    return fast_scalar_into(op, x, s, empty_like_fast(x))
+
+
+cdef object fast_scalar_into(int op, object x, double s, object out):
+    """out = x (op) s elementwise; x and out fast, same dtype and shape (out may be x)."""
     cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
@@ -114,9 +118,11 @@ cdef inline void loop_sigmoid_backward(real* g, real* y, real* o, Py_ssize_t n) 
         o[i] = g[i] * y[i] * (1 - y[i])
 
 
-cdef object fast_fused_backward(bint is_tanh, object g, object y):
-    """tanh: g*(1 - y*y); sigmoid: g*y*(1 - y); one pass; g, y fast, same dtype and shape."""
-    cdef object out = empty_like_fast(y)
+cdef object fast_fused_backward(bint is_tanh, object g, object y, object out=None):
+    """tanh: g*(1 - y*y); sigmoid: g*y*(1 - y); one pass; g, y fast, same dtype and shape; into
+    out (which may be g) or a new array."""
+    if out is None:
+        out = empty_like_fast(y)
     cdef cnp.ndarray gg = <cnp.ndarray>g, yy = <cnp.ndarray>y, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(yy)
     if cnp.PyArray_TYPE(yy) == cnp.NPY_FLOAT64:

@@ -92,13 +92,21 @@ cdef class RSubScalarBackward(ScalarBackward):
 cdef class MulScalarBackward(ScalarBackward):
     """z = x * s  ->  gx = g*s"""
     cdef tuple apply(self, tuple grads):
-        return (mul(grads[0], self.scalar),)
+        cdef Tensor g = grads[0]
+        if may_overwrite(self, g):
+            fast_scalar_into(F_MUL, g.data, self.scalar, g.data)
+            return (g,)
+        return (mul(g, self.scalar),)
 
 
 cdef class DivScalarBackward(ScalarBackward):
     """z = x / s  ->  gx = g/s"""
     cdef tuple apply(self, tuple grads):
-        return (div(grads[0], self.scalar),)
+        cdef Tensor g = grads[0]
+        if may_overwrite(self, g):
+            fast_scalar_into(F_DIV, g.data, self.scalar, g.data)
+            return (g,)
+        return (div(g, self.scalar),)
 
 
 cdef class RDivScalarBackward(ScalarBackward):

@@ -23,7 +23,12 @@ cdef class LogBackward(UnaryBackward):
 cdef class TanhBackward(UnaryBackward):
     """y = tanh(x)  ->  gx = tanh_backward(g, y) = g*(1 - y*y)"""
     cdef tuple apply(self, tuple grads):
-        return (tanh_backward(grads[0], self.saved_x.unpack(self)),)
+        cdef Tensor g = grads[0]
+        cdef Tensor y = self.saved_x.unpack(self)
+        if may_overwrite(self, g) and fast_pair(g.data, y.data):
+            fast_fused_backward(True, g.data, y.data, g.data)
+            return (g,)
+        return (tanh_backward(g, y),)
 
 
 cdef class ReluBackward(UnaryBackward):
@@ -98,7 +103,12 @@ cdef class CosBackward(UnaryBackward):
 cdef class SigmoidBackward(UnaryBackward):
     """y = sigmoid(x)  ->  gx = sigmoid_backward(g, y) = g*y*(1 - y)"""
     cdef tuple apply(self, tuple grads):
-        return (sigmoid_backward(grads[0], self.saved_x.unpack(self)),)
+        cdef Tensor g = grads[0]
+        cdef Tensor y = self.saved_x.unpack(self)
+        if may_overwrite(self, g) and fast_pair(g.data, y.data):
+            fast_fused_backward(False, g.data, y.data, g.data)
+            return (g,)
+        return (sigmoid_backward(g, y),)
 
 
 cdef class ClampBackward(UnaryBackward):
