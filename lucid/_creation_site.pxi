@@ -7,6 +7,7 @@ cdef extern from "Python.h":
         pass
     PyFrameObject* PyEval_GetFrame()
     PyObject* PyFrame_GetCode(PyFrameObject* frame)      # new reference
+    PyFrameObject* PyFrame_GetBack(PyFrameObject* frame) # new reference
     int PyFrame_GetLasti(PyFrameObject* frame)
 
 
@@ -32,6 +33,29 @@ cdef inline void note_creation_site(Node node) noexcept:
     node.creation_code = <object>code
     Py_XDECREF(code)
     node.creation_lasti = PyFrame_GetLasti(frame)
+
+
+cdef void note_caller_site(Node node, int skip):
+    """The creation site `skip` Python frames out: for nodes that lucid's own Python code makes
+    on the user's behalf (the once_differentiable wrapper)."""
+    cdef PyFrameObject* frame = PyEval_GetFrame()
+    cdef PyFrameObject* back
+    cdef PyObject* code
+    if frame == NULL:
+        return
+    Py_INCREF(<object><PyObject*>frame)
+    while skip > 0 and frame != NULL:
+        back = PyFrame_GetBack(frame)
+        Py_XDECREF(<PyObject*>frame)
+        frame = back
+        skip -= 1
+    if frame == NULL:
+        return
+    code = PyFrame_GetCode(frame)
+    node.creation_code = <object>code
+    Py_XDECREF(code)
+    node.creation_lasti = PyFrame_GetLasti(frame)
+    Py_XDECREF(<PyObject*>frame)
 
 
 cdef object creation_site_of(Node node):

@@ -316,6 +316,8 @@ def delayed_error(str message, tuple outputs, tuple inputs):
     cdef list ins = [x for x in inputs if isinstance(x, Tensor) and (<Tensor>x).requires_grad_c()]
     node.message = message
     init_identity(node)
+    if creation_sites_on:
+        note_caller_site(node, 1)        # made by lucid's wrapper: the site is its caller's
     node.set_num_inputs(len(ins))
     for i in range(len(ins)):
         node.set_edge(i, <Tensor>ins[i])

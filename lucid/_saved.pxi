@@ -108,7 +108,12 @@ cdef void unguard(object array):
 
 
 cdef bint is_guarded(object array):
-    return id(array) in guarded_counts
+    """Is array, or an array it views, made read-only by the guard?"""
+    while array is not None:
+        if id(array) in guarded_counts:
+            return True
+        array = getattr(array, "base", None)
+    return False
 
 
 cdef void raise_freed_graph(Node node) except *:

@@ -319,10 +319,10 @@ cdef class Tensor:
         return inplace_binary(self, src, INPLACE_COPY)
 
     def fill_(self, value):
-        return inplace_binary(self, value, INPLACE_COPY)
+        return inplace_binary(self, value, INPLACE_COPY, "fill_")
 
     def zero_(self):
-        return inplace_binary(self, 0, INPLACE_COPY)
+        return inplace_binary(self, 0, INPLACE_COPY, "zero_")
 
     def __getitem__(self, index):
         return getitem(self, index)

@@ -85,8 +85,9 @@ cdef class CopyBackward(Node):
                 reduce_grad(g, self.v_shape, self.v_dtype) if needs(self, 1) else None)
 
 
-cdef Tensor inplace_binary(Tensor self, object other, int op):
-    cdef str name = INPLACE_NAMES[op]
+cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
+    if name is None:
+        name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
     if not check_inplace(self, value, name):
         write_inplace(self, value, op, name)
