@@ -225,10 +225,16 @@ def main(argv=None):
         h.worker_main(items, args.quick, args._out)
         return 0
 
-    mods = load_workloads(args.only)
+    # W7 (native op vs Function vs composed) is lucid-only and runs after the table of W1-W6
+    wanted = [w.strip().upper() for w in (args.only or "").split(",") if w.strip()]
+    run_w7 = not wanted or "W7" in wanted
+    only = ",".join(w for w in wanted if w != "W7")
+    mods = load_workloads(only) if only or not wanted else []
     if args.list:
         for m in mods:
             print(f"{m.ID}  {m.NAME:20s} {m.DESCRIPTION}")
+        print("W7  native op          softplus: native Cython node vs Python Function vs "
+              "composed ops, small and large")
         return 0
     t0 = time.perf_counter()
     h.progress(f"lucid benchmarks: {', '.join(m.ID for m in mods)} "
@@ -268,6 +274,12 @@ def main(argv=None):
                          "elapsed_s": round(time.perf_counter() - t0, 1)}
 
     print(h.format_report(report))
+    if run_w7:
+        from benchmarks import w7_native_op
+        h.progress("W7 native op vs Function vs composed ...")
+        w7_table, report["w7"] = w7_native_op.run(args.quick)
+        print()
+        print(w7_table)
     sys.stdout.flush()
     if args.json:
         h.write_json(report, args.json)

@@ -6,7 +6,7 @@ Tensor and its `data` array, `wrap` (ndarray -> tensor), `record` (sequence numb
 version check), `grad_enabled()`, and the built-in ops `mul` / `sigmoid` for the recorded path.
 """
 cimport cython
-from libc.math cimport exp, log1p, fabs
+from libc.math cimport exp, expf, log1p, log1pf, fabs, fabsf
 
 import numpy as np
 
@@ -25,7 +25,10 @@ cdef void softplus_kernel(const real[::1] x, real[::1] out) noexcept nogil:
     cdef real v
     for i in range(x.shape[0]):
         v = x[i]
-        out[i] = (v if v > 0 else 0) + log1p(exp(-fabs(v)))
+        if real is float:                      # single-precision libm for float32: 2-3x faster
+            out[i] = (v if v > 0 else 0) + log1pf(expf(-fabsf(v)))
+        else:
+            out[i] = (v if v > 0 else 0) + log1p(exp(-fabs(v)))
 
 
 @cython.boundscheck(False)
@@ -34,12 +37,12 @@ cdef void softplus_grad_kernel(const real[::1] g, const real[::1] x, real[::1] o
     cdef Py_ssize_t i
     cdef real e
     for i in range(x.shape[0]):
-        # sigmoid(x), computed without overflow for either sign
-        if x[i] >= 0:
-            out[i] = g[i] / (1 + exp(-x[i]))
+        # g * sigmoid(x), with e = exp(-|x|) <= 1 so nothing overflows for either sign
+        if real is float:
+            e = expf(-fabsf(x[i]))
         else:
-            e = exp(x[i])
-            out[i] = g[i] * e / (1 + e)
+            e = exp(-fabs(x[i]))
+        out[i] = g[i] / (1 + e) if x[i] >= 0 else g[i] * e / (1 + e)
 
 
 cdef object float_array(object a, str what):
