@@ -116,66 +116,58 @@ cdef class PythonBackwardNode(Node):
 
     cdef tuple checked_gradients(self, object result):
         """What backward returned, as one gradient (or None) per forward input."""
-        cdef object fn = FunctionName(self.function)
         cdef tuple got
         if result is None or isinstance(result, Tensor):
             got = (result,)
-        elif isinstance(result, (tuple, list)):
+        elif isinstance(result, tuple):
+            got = <tuple>result
+        elif isinstance(result, list):
             got = tuple(result)
         else:
-            raise RuntimeError(f"Function {fn}.backward returned {type(result).__name__}; it "
-                               "must return a Tensor, None, or a tuple with one entry per "
-                               "forward input")
+            raise RuntimeError(f"Function {self.function.__name__}.backward returned "
+                               f"{type(result).__name__}; it must return a Tensor, None, or a "
+                               "tuple with one entry per forward input")
         cdef Py_ssize_t n = self.num_inputs, i
         cdef bint extra = False
         for i in range(n, len(got)):
             extra = extra or got[i] is not None
         if len(got) < n or extra:
-            raise RuntimeError(f"Function {fn}.backward returned {len(got)} gradients, expected "
-                               f"{n} (one per forward input, None for those without one)")
-        cdef list out = []
+            raise RuntimeError(f"Function {self.function.__name__}.backward returned {len(got)} "
+                               f"gradients, expected {n} (one per forward input, None for those "
+                               "without one)")
+        cdef tuple out = PyTuple_New(n)
         cdef Tensor t
         for i in range(n):
             g = got[i]
-            meta = self.input_meta[i]
-            if g is None:
-                out.append(None)
-                continue
-            if not isinstance(g, Tensor):
-                raise RuntimeError(f"Function {fn}.backward returned {type(g).__name__} as the "
-                                   f"gradient of input {i}; expected a Tensor or None")
-            if meta is None:
-                raise RuntimeError(f"Function {fn}.backward returned a Tensor as the gradient of "
-                                   f"input {i}, which is not a tensor; expected None")
-            t = <Tensor>g
-            if t.data.shape != meta[0]:
-                raise RuntimeError(f"Function {fn}.backward returned a gradient of shape "
-                                   f"{t.data.shape} for input {i}; expected shape {meta[0]}")
-            if not needs(self, i):
-                out.append(None)
-                continue
-            if t.data.dtype != meta[1]:
-                if not is_float_dtype(descr(t.data)):
-                    raise RuntimeError(f"Function {fn}.backward returned a gradient of dtype "
-                                       f"{dtype_name(t.data.dtype)} for input {i}; expected "
-                                       f"{dtype_name(meta[1])}")
-                t = cast(t, meta[1])
-            out.append(t)
-        return tuple(out)
+            if g is not None:
+                g = self.checked_gradient(g, i)
+            Py_INCREF(g)
+            PyTuple_SET_ITEM(out, i, g)
+        return out
 
-
-cdef class FunctionName:
-    """A Function's name, looked up only when an error message is formatted."""
-    cdef object function
-
-    def __cinit__(self, function):
-        self.function = function
-
-    def __format__(self, spec):
-        return format(self.function.__name__, spec)
-
-    def __str__(self):
-        return self.function.__name__
+    cdef object checked_gradient(self, object g, Py_ssize_t i):
+        """Backward's gradient for input i, checked (type, shape) and cast to the input's dtype."""
+        meta = self.input_meta[i]
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"Function {self.function.__name__}.backward returned "
+                               f"{type(g).__name__} as the gradient of input {i}; expected a "
+                               "Tensor or None")
+        if meta is None:
+            raise RuntimeError(f"Function {self.function.__name__}.backward returned a Tensor as "
+                               f"the gradient of input {i}, which is not a tensor; expected None")
+        cdef Tensor t = <Tensor>g
+        if not shape_is(t.data, <tuple>meta[0]):
+            raise RuntimeError(f"Function {self.function.__name__}.backward returned a gradient "
+                               f"of shape {t.data.shape} for input {i}; expected shape {meta[0]}")
+        if not needs(self, i):
+            return None
+        if descr(t.data) is not meta[1] and t.data.dtype != meta[1]:
+            if not is_float_dtype(descr(t.data)):
+                raise RuntimeError(f"Function {self.function.__name__}.backward returned a "
+                                   f"gradient of dtype {dtype_name(t.data.dtype)} for input {i}; "
+                                   f"expected {dtype_name(meta[1])}")
+            t = cast(t, meta[1])
+        return t
 
 
 def make_backward_class(function_cls):

@@ -30,6 +30,19 @@ cdef inline bint same_shape(cnp.ndarray x, cnp.ndarray y) noexcept:
     return True
 
 
+cdef bint shape_is(object arr, tuple shape):
+    """Does arr have exactly this shape (no tuple made for arr)?"""
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    cdef int nd = cnp.PyArray_NDIM(a), i
+    if nd != len(shape):
+        return False
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(a)
+    for i in range(nd):
+        if dims[i] != <cnp.npy_intp>shape[i]:
+            return False
+    return True
+
+
 cdef object shape_error(str op, Tensor a, Tensor b, str what="cannot be broadcast together"):
     return RuntimeError(f"{op}: shapes {a.data.shape} and {b.data.shape} {what}")
 

@@ -22,6 +22,9 @@ cdef class AddBackward(BinaryBackward):
     """z = x + y  ->  gx = g, gy = g"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
+        if self.a_shape is None and self.b_shape is None and self.a_dtype is self.b_dtype and \
+                descr((<Tensor>g).data) is self.a_dtype:
+            return (g if needs(self, 0) else None, g if needs(self, 1) else None)
         return self.reduced(g if needs(self, 0) else None, g if needs(self, 1) else None)
 
 
