@@ -28,11 +28,11 @@ cdef class MatmulBackward(Node):
         cdef Tensor g2 = reshape(g, gs)
         gx = gy = None
         if needs(self, 0):
-            gx = reduce_grad(reshape(sum_to(matmul(g2, transpose(y2, -1, -2)), x2.data.shape), xs),
-                             None, self.a_dtype)
+            gx = sum_to(matmul(g2, transpose(y2, -1, -2)), x2.data.shape)
+            gx = reduce_grad(reshape(gx, xs) if len(xs) == 1 else gx, None, self.a_dtype)
         if needs(self, 1):
-            gy = reduce_grad(reshape(sum_to(matmul(transpose(x2, -1, -2), g2), y2.data.shape), ys),
-                             None, self.b_dtype)
+            gy = sum_to(matmul(transpose(x2, -1, -2), g2), y2.data.shape)
+            gy = reduce_grad(reshape(gy, ys) if len(ys) == 1 else gy, None, self.b_dtype)
         return (gx, gy)
 
 
@@ -47,7 +47,10 @@ cpdef Tensor matmul(object x, object y):
     cdef cnp.dtype dt = result_dtype(a, b)
     cdef object arr
     try:
-        arr = np.matmul(a.data, b.data, dtype=dt)
+        if descr(a.data) is dt and descr(b.data) is dt:
+            arr = np.matmul(a.data, b.data)
+        else:
+            arr = np.matmul(a.data, b.data, dtype=dt)
     except ValueError:
         raise shape_error("matmul", a, b, "cannot be multiplied") from None
     cdef Tensor out = wrap(as_array(arr))

@@ -8,11 +8,6 @@ cdef tuple as_shape(object shape, str op):
         raise TypeError(f"{op}: a shape is a sequence of ints, got {shape!r}") from None
 
 
-cdef inline bint shares_memory(object view, object base):
-    """Is view's memory base's (numpy kept a view rather than copying)?"""
-    return np.shares_memory(view, base) if view.size else True
-
-
 cdef class ReshapeBackward(Node):
     """y = reshape(x, s)  ->  gx = reshape(g, x.shape)"""
     cdef tuple in_shape
@@ -29,7 +24,9 @@ cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
     except ValueError:
         raise RuntimeError(f"{op}: shape {s} is invalid for a tensor of shape "
                            f"{a.data.shape} ({a.data.size} elements)") from None
-    cdef bint is_view = arr.base is not None and shares_memory(arr, a.data)
+    # NumPy points a view's base at the array that owns the memory
+    cdef object owner = a.data if a.data.base is None else a.data.base
+    cdef bint is_view = arr.base is owner
     if must_view and not is_view:
         raise RuntimeError(f"view: a tensor of shape {a.data.shape} and strides "
                            f"{a.data.strides} cannot be viewed as {s}; use reshape()")
