@@ -173,7 +173,7 @@ cdef class PythonBackwardNode(Node):
 def make_backward_class(function_cls):
     """The node class of a Function subclass: <ClassName>Backward(PythonBackwardNode)."""
     return type(f"{function_cls.__name__}Backward", (PythonBackwardNode,),
-                {"__module__": function_cls.__module__,
+                {"__module__": function_cls.__module__, "__slots__": (),   # no per-node dict
                  "__doc__": f"Backward node of {function_cls.__qualname__}."})
 
 
