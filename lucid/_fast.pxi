@@ -7,6 +7,9 @@
 
 from libc.math cimport exp as c_exp, log as c_log, tanh as c_tanh
 
+cdef extern from "_simd.h" nogil:
+    void lucid_tanh_f32(const float* x, float* out, long n)
+
 cdef enum:
     LARGE = 2048
 
@@ -161,11 +164,14 @@ cdef inline void loop_unary(int op, real* a, real* o, Py_ssize_t n) noexcept nog
 
 
 cdef object fast_unary(int op, object ufunc, object x):
-    """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large."""
+    """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large;
+    float32 tanh always runs lucid's vectorised kernel (_simd.h)."""
     cdef object out = empty_like_fast(x)
     cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
-    if n >= LARGE:
+    if op == U_TANH and cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+        lucid_tanh_f32(<float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n)
+    elif n >= LARGE:
         ufunc(x, out=out)
     elif cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
         loop_unary[double](op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(o), n)
