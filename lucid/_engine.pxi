@@ -17,6 +17,7 @@ cdef uint64_t _epoch_counter = 0
 cdef enum:
     EXEC_RUN = 1          # call apply
     EXEC_CAPTURE = 2      # hand the incoming gradient to grad()/backward(inputs=)
+    EXEC_QUEUED = 4       # a root already put on the ready stack
 
 
 cdef inline void init_node(Node node, uint64_t epoch, list saved_states, int exec_state):
@@ -30,27 +31,57 @@ cdef inline void init_node(Node node, uint64_t epoch, list saved_states, int exe
     node.exec_state = exec_state
 
 
-cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states, int exec_state):
+cdef struct NodeStack:
+    PyObject** items        # borrowed: every node on it is held by the traversal's node list
+    Py_ssize_t size
+    Py_ssize_t capacity
+
+
+cdef int stack_push(NodeStack* stack, PyObject* node) except -1:
+    cdef PyObject** grown
+    cdef Py_ssize_t capacity
+    if stack.size == stack.capacity:
+        capacity = 64 if stack.capacity == 0 else 2 * stack.capacity
+        grown = <PyObject**>PyMem_Realloc(stack.items, capacity * sizeof(PyObject*))
+        if grown == NULL:
+            raise MemoryError()
+        stack.items = grown
+        stack.capacity = capacity
+    stack.items[stack.size] = node
+    stack.size += 1
+    return 0
+
+
+cdef inline Node stack_pop(NodeStack* stack):
+    stack.size -= 1
+    return <Node>stack.items[stack.size]
+
+
+cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states,
+                   int exec_state) except *:
     """Find every node reachable from roots and count the edges pointing at each."""
-    cdef list stack = []
+    cdef NodeStack stack = NodeStack(NULL, 0, 0)
     cdef Node node, child
     cdef Py_ssize_t i
-    for node in roots:
-        if node.epoch != epoch:
-            init_node(node, epoch, saved_states, exec_state)
-            nodes.append(node)
-            stack.append(node)
-    while stack:
-        node = <Node>stack.pop()
-        for i in range(node.num_inputs):
-            if node.next_edges[i].node == NULL:
-                continue
-            child = <Node>node.next_edges[i].node
-            if child.epoch != epoch:
-                init_node(child, epoch, saved_states, exec_state)
-                nodes.append(child)
-                stack.append(child)
-            child.dependencies += 1
+    try:
+        for node in roots:
+            if node.epoch != epoch:
+                init_node(node, epoch, saved_states, exec_state)
+                nodes.append(node)
+                stack_push(&stack, <PyObject*>node)
+        while stack.size:
+            node = stack_pop(&stack)
+            for i in range(node.num_inputs):
+                if node.next_edges[i].node == NULL:
+                    continue
+                child = <Node>node.next_edges[i].node
+                if child.epoch != epoch:
+                    init_node(child, epoch, saved_states, exec_state)
+                    nodes.append(child)
+                    stack_push(&stack, <PyObject*>child)
+                child.dependencies += 1
+    finally:
+        PyMem_Free(stack.items)
 
 
 cdef void mark_needed(list roots, list nodes):
@@ -251,7 +282,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef uint64_t epoch = _epoch_counter
     cdef list saved_states = [] if lucid_traversal_depth > 0 else None
     cdef list nodes = []
-    cdef list ready = []
+    cdef NodeStack ready = NodeStack(NULL, 0, 0)      # nodes whose dependencies are all done
     cdef list captured = None
     cdef Node node, child
     cdef Tensor g
@@ -284,10 +315,11 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
             add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph, False)
             (<Node>roots[k]).buffer_owned = 0
         for node in roots:
-            if node.dependencies == 0 and node not in ready:
-                ready.append(node)
-        while ready:
-            node = <Node>ready.pop()
+            if node.dependencies == 0 and (node.exec_state & EXEC_QUEUED) == 0:
+                node.exec_state |= EXEC_QUEUED
+                stack_push(&ready, <PyObject*>node)
+        while ready.size:
+            node = stack_pop(&ready)
             buf = node.buffer
             owned = node.buffer_owned
             node.buffer = None
@@ -347,9 +379,10 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                     g_out = None
                 child.dependencies -= 1
                 if child.dependencies == 0:
-                    ready.append(child)
+                    stack_push(&ready, <PyObject*>child)
         return captured
     finally:
+        PyMem_Free(ready.items)
         for node in nodes:
             node.buffer = None
         if saved_states is not None:
