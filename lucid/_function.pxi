@@ -209,19 +209,50 @@ def function_apply(function_cls, *args):
     return apply_function(<FunctionInfo>info, args)
 
 
+cdef tuple NEEDS_NONE = ()
+cdef tuple NEEDS_1 = ((False,), (True,))
+cdef tuple NEEDS_2 = ((False, False), (True, False), (False, True), (True, True))
+
+
+cdef tuple needs_input_grad_tuple(tuple args, bint grad_on):
+    """(bool, ...) per argument: a tensor that requires grad while grad mode is on. Shared
+    tuples for one or two arguments (they are immutable), so most calls allocate nothing."""
+    cdef Py_ssize_t n = len(args), i
+    cdef int mask = 0
+    cdef tuple out
+    for i in range(n):
+        a = args[i]
+        if grad_on and isinstance(a, Tensor) and (<Tensor>a).requires_grad_c():
+            mask |= 1 << (i if i < 30 else 30)
+    if n == 1:
+        return <tuple>NEEDS_1[mask]
+    if n == 2:
+        return <tuple>NEEDS_2[mask]
+    if n == 0:
+        return NEEDS_NONE
+    out = PyTuple_New(n)
+    for i in range(n):
+        a = args[i]
+        flag = True if (grad_on and isinstance(a, Tensor) and (<Tensor>a).requires_grad_c()) \
+            else False
+        Py_INCREF(flag)
+        PyTuple_SET_ITEM(out, i, flag)
+    return out
+
+
+cdef inline object tensor_meta(Tensor t):
+    return (t.data.shape, t.data.dtype)
+
+
 cdef object apply_function(FunctionInfo info, tuple args):
     cdef object function_cls = info.function_cls
     cdef FunctionCtx ctx = FunctionCtx.__new__(FunctionCtx)
     cdef Py_ssize_t n = len(args), i
+    cdef tuple needs_grad = needs_input_grad_tuple(args, grad_enabled())
     cdef bint record_call = False
-    cdef list needs_grad = [False] * n
-    if grad_enabled():
-        for i in range(n):
-            a = args[i]
-            if isinstance(a, Tensor) and (<Tensor>a).requires_grad_c():
-                needs_grad[i] = True
-                record_call = True
-    ctx.needs_input_grad = tuple(needs_grad)
+    for i in range(n):
+        record_call = record_call or needs_grad[i] is True
+    ctx.needs_input_grad = needs_grad
     cdef bint previous = set_grad_enabled_c(False)
     try:
         outputs = info.forward_fn(ctx, *args)
@@ -229,50 +260,59 @@ cdef object apply_function(FunctionInfo info, tuple args):
         set_grad_enabled_c(previous)
     cdef bint is_tuple = isinstance(outputs, tuple)
     cdef tuple outs = outputs if is_tuple else (outputs,)
-    cdef list result = list(outs)
+    cdef Py_ssize_t n_out = len(outs)
+    cdef tuple result = PyTuple_New(n_out)       # filled below, one entry per output
     cdef tuple non_diff = ctx._non_differentiable or ()
     cdef PythonBackwardNode node = None
     cdef Tensor t
-    cdef list meta
+    cdef tuple meta
     if record_call:
         node = PythonBackwardNode.__new__(info.node_cls)
         init_identity(node)
         node.set_num_inputs(n)
-        meta = [None] * n
+        meta = PyTuple_New(n)
         for i in range(n):
             a = args[i]
+            entry = None
             if isinstance(a, Tensor):
-                meta[i] = ((<Tensor>a).data.shape, (<Tensor>a).data.dtype)
+                entry = tensor_meta(<Tensor>a)
                 node.set_edge(i, <Tensor>a)
-        node.input_meta = tuple(meta)
-        node.num_outputs = len(outs)
+            Py_INCREF(entry)
+            PyTuple_SET_ITEM(meta, i, entry)
+        node.input_meta = meta
+        node.num_outputs = n_out
         node.ctx = ctx
         node.function = function_cls
         node.backward_fn = info.backward_fn
         ctx._node = <PyObject*>node
-    meta = [None] * len(outs)
-    for i in range(len(outs)):
+    meta = PyTuple_New(n_out)
+    for i in range(n_out):
         o = outs[i]
-        if not isinstance(o, Tensor):
-            continue
-        t = <Tensor>o
-        if is_in(t, args) or t.requires_grad_c():
-            # an input (or a tensor with a history of its own) returned: a new tensor over its
-            # memory, so the input keeps its history and leaf status
-            t = wrap_like_view(t.data, t)
-            result[i] = t
-        meta[i] = (t.data.shape, t.data.dtype)
-        if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
-            attach_output(t, node, i)
+        entry = None
+        if isinstance(o, Tensor):
+            t = <Tensor>o
+            if is_in(t, args) or t.requires_grad_c():
+                # an input (or a tensor with a history of its own) returned: a new tensor over
+                # its memory, so the input keeps its history and leaf status
+                t = wrap_like_view(t.data, t)
+            o = t
+            if node is not None:
+                entry = tensor_meta(t)
+                if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
+                    attach_output(t, node, i)
+        Py_INCREF(o)
+        PyTuple_SET_ITEM(result, i, o)
+        Py_INCREF(entry)
+        PyTuple_SET_ITEM(meta, i, entry)
     if node is not None:
-        node.output_meta = tuple(meta)
+        node.output_meta = meta
         convert_saved(ctx, node, result, outs)
     elif ctx._to_save is not None:
         ctx._saved = None
-    return tuple(result) if is_tuple else result[0]
+    return result if is_tuple else result[0]
 
 
-cdef void convert_saved(FunctionCtx ctx, Node node, list result, tuple outs) except *:
+cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) except *:
     """The tensors given to save_for_backward as SavedTensors: outputs without a cycle."""
     if ctx._to_save is None:
         return
