@@ -4,12 +4,20 @@ LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on.
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
 """
 import os
+import sys
 
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
+
+if sys.platform == "win32":                      # MSVC
+    COMPILE_ARGS = ["/Od", "/Zi"] if DEBUG else ["/O2"]
+else:
+    # -fno-trapping-math lets GCC and clang vectorise loops that select between computed
+    # branches (lucid/_simd.h); lucid never reads the floating-point exception flags
+    COMPILE_ARGS = ["-O0", "-g"] if DEBUG else ["-O3", "-fno-trapping-math"]
 
 DIRECTIVES = {
     "language_level": 3,
@@ -27,9 +35,7 @@ extensions = [
         ["lucid/_core.pyx"],
         include_dirs=[numpy.get_include(), "lucid"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        # -fno-trapping-math lets GCC vectorise loops that select between computed branches
-        # (lucid/_simd.h); lucid never reads the floating-point exception flags
-        extra_compile_args=["-O3", "-fno-trapping-math"] if not DEBUG else ["-O0", "-g"],
+        extra_compile_args=COMPILE_ARGS,
     )
 ]
 

@@ -53,7 +53,9 @@ static inline float lucid_tanh1(float x) {
     return x != x ? x : r;                    /* NaN in, NaN out */
 }
 
-__attribute__((target_clones("avx2", "default")))
-void lucid_tanh_f32(const float* x, float* out, long n) {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("avx2", "default")))   /* ifunc dispatch: GCC on x86-64 Linux */
+#endif
+static void lucid_tanh_f32(const float* x, float* out, long n) {
     for (long i = 0; i < n; i++) out[i] = lucid_tanh1(x[i]);
 }
