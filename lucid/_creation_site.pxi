@@ -22,25 +22,26 @@ def set_creation_sites(bint on):
     return previous
 
 
-cdef inline void note_creation_site(Node node) noexcept:
-    """Keep the innermost Python frame's code and offset: the caller of the op (compiled code
-    makes no frames of its own)."""
-    cdef PyFrameObject* frame = PyEval_GetFrame()
-    cdef PyObject* code
-    if frame == NULL:
-        return
-    code = PyFrame_GetCode(frame)
+cdef inline void site_from_frame(Node node, PyFrameObject* frame) noexcept:
+    cdef PyObject* code = PyFrame_GetCode(frame)
     node.creation_code = <object>code
     Py_XDECREF(code)
     node.creation_lasti = PyFrame_GetLasti(frame)
 
 
+cdef inline void note_creation_site(Node node) noexcept:
+    """Keep the innermost Python frame's code and offset: the caller of the op (compiled code
+    makes no frames of its own)."""
+    cdef PyFrameObject* frame = PyEval_GetFrame()
+    if frame != NULL:
+        site_from_frame(node, frame)
+
+
 cdef void note_caller_site(Node node, int skip):
-    """The creation site `skip` Python frames out: for nodes that lucid's own Python code makes
-    on the user's behalf (the once_differentiable wrapper)."""
+    """The creation site `skip` Python frames further out: for nodes that lucid's own Python
+    code makes on the user's behalf (the once_differentiable wrapper)."""
     cdef PyFrameObject* frame = PyEval_GetFrame()
     cdef PyFrameObject* back
-    cdef PyObject* code
     if frame == NULL:
         return
     Py_INCREF(<object><PyObject*>frame)
@@ -49,13 +50,9 @@ cdef void note_caller_site(Node node, int skip):
         Py_XDECREF(<PyObject*>frame)
         frame = back
         skip -= 1
-    if frame == NULL:
-        return
-    code = PyFrame_GetCode(frame)
-    node.creation_code = <object>code
-    Py_XDECREF(code)
-    node.creation_lasti = PyFrame_GetLasti(frame)
-    Py_XDECREF(<PyObject*>frame)
+    if frame != NULL:
+        site_from_frame(node, frame)
+        Py_XDECREF(<PyObject*>frame)
 
 
 cdef object creation_site_of(Node node):

@@ -123,14 +123,11 @@ cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint c
     """current + g: into current's memory when the engine owns it, else into a new buffer."""
     if create_graph:
         return add(current, g)
-    if fast_pair(current.data, g.data):
-        if in_place:
-            fast_binary(F_ADD, current.data, g.data, current.data)
-            return current
-        return wrap(fast_binary(F_ADD, current.data, g.data, None))
     if in_place:
-        np.add(current.data, g.data, out=current.data)
+        add_into(current.data, g.data)
         return current
+    if fast_pair(current.data, g.data):
+        return wrap(fast_binary(F_ADD, current.data, g.data, None))
     return wrap(as_array(np.add(current.data, g.data, dtype=current.data.dtype)))
 
 
@@ -251,26 +248,23 @@ cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumul
 
 cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_graph) except *:
     """leaf.grad += g (a fresh tensor under create_graph; stolen from the engine when it can)."""
-    cdef cnp.ndarray arr
-    if g.data.shape != leaf.data.shape:
+    if not shape_is(g.data, leaf.data.shape):
         raise RuntimeError(f"AccumulateGrad: gradient of shape {g.data.shape} for a leaf of "
                            f"shape {leaf.data.shape}")
-    g = cast(g, descr(leaf.data)) if g.data.dtype != leaf.data.dtype else g
+    if descr(g.data) is not descr(leaf.data) and g.data.dtype != leaf.data.dtype:
+        g = cast(g, descr(leaf.data))
+        owned = not create_graph          # the cast made a fresh array no one else holds
     if leaf._grad is None:
         if create_graph:
             leaf._grad = clone(g) if g.requires_grad_c() else wrap(np.array(g.data, copy=True))
-        elif owned and g.data.flags.c_contiguous and g.data.flags.writeable and g._grad_fn is None:
+        elif owned:                       # Note [Gradient ownership]: nothing else can see it
             leaf._grad = g
         else:
             leaf._grad = wrap(np.array(g.data, order="C", copy=True))
     elif create_graph or (<Tensor>leaf._grad).requires_grad_c():
         leaf._grad = add(leaf._grad, g)
     else:
-        arr = (<Tensor>leaf._grad).data
-        if fast_pair(arr, g.data):
-            fast_binary(F_ADD, arr, g.data, arr)
-        else:
-            np.add(arr, g.data, out=arr)
+        add_into((<Tensor>leaf._grad).data, g.data)
         (<Tensor>leaf._grad).bump_version()
 
 

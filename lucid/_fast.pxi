@@ -92,6 +92,14 @@ cdef object fast_binary(int op, object x, object y, object out):
     return out
 
 
+cdef void add_into(object dst, object src) except *:
+    """dst += src: the typed loop for two fast arrays of one dtype and shape, else NumPy."""
+    if fast_pair(dst, src):
+        fast_binary(F_ADD, dst, src, dst)
+    else:
+        np.add(dst, src, out=dst)
+
+
 cdef object fast_scalar(int op, object x, double s):
     """x (op) s elementwise into a new array of x's dtype; x fast."""
     return fast_scalar_into(op, x, s, empty_like_fast(x))

@@ -24,6 +24,7 @@ compiled (lucid._core.function_apply); the graph node of a call is an instance o
 import functools
 
 from .. import _core
+from .._grad_mode import no_grad
 from .._core import FunctionCtx, PythonBackwardNode
 
 __all__ = ["Function", "FunctionCtx", "PythonBackwardNode", "once_differentiable"]
@@ -70,7 +71,7 @@ def once_differentiable(backward):
 
     @functools.wraps(backward)
     def wrapper(ctx, *grad_outputs):
-        with _no_grad():
+        with no_grad():
             result = backward(ctx, *grad_outputs)
         if not _core.is_grad_enabled():      # not create_graph: nothing records the backward
             return result
@@ -84,10 +85,3 @@ def once_differentiable(backward):
 
     return wrapper
 
-
-class _no_grad:
-    def __enter__(self):
-        self.previous = _core._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _core._set_grad_enabled(self.previous)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import _core
+from .._grad_mode import enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -27,7 +28,7 @@ def _differentiable(inputs):
 def numerical_jacobians(fn, inputs, eps):
     """J[out][inp] of shape (out.numel, inp.numel) by central differences."""
     wanted = _differentiable(inputs)
-    with _core_no_grad():
+    with no_grad():
         outputs = _tensor_outputs(fn, inputs)
         jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in wanted] for o in outputs]
         for col, i in enumerate(wanted):
@@ -68,13 +69,6 @@ def analytic_jacobians(fn, inputs, wanted, create_graph=False):
         jac.append(rows)
     return jac
 
-
-class _core_no_grad:
-    def __enter__(self):
-        self.previous = _core._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _core._set_grad_enabled(self.previous)
 
 
 def _compare(analytic, numerical, wanted, atol, rtol, what):
@@ -131,13 +125,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     def first_derivatives(*args):
         xs, vs = args[:n], args[n:]
-        previous = _core._set_grad_enabled(True)
-        try:
+        with enable_grad():
             outs = [o for o in _tensor_outputs(fn, xs) if o.requires_grad]
             return _core.grad(tuple(outs), tuple(xs[i] for i in wanted), tuple(vs),
                               create_graph=True, allow_unused=True, materialize_grads=True)
-        finally:
-            _core._set_grad_enabled(previous)
 
     return gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
                      raise_exception)

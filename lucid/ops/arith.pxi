@@ -195,23 +195,22 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
     return out
 
 
-cdef Tensor same_shape_op(int op, Tensor a, Tensor b):
-    """a (op) b for two fast arrays of one dtype and shape: a typed loop, no broadcasting."""
-    cdef Tensor out = wrap(fast_binary(op, a.data, b.data, None))
-    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
-        return out
-    cdef BinaryBackward node
+cdef BinaryBackward new_binary_node(int op):
+    """The node class of a binary op (OP_ADD ... OP_POW)."""
     if op == OP_ADD:
-        node = AddBackward.__new__(AddBackward)
-    elif op == OP_SUB:
-        node = SubBackward.__new__(SubBackward)
-    elif op == OP_MUL:
-        node = MulBackward.__new__(MulBackward)
-    else:
-        node = DivBackward.__new__(DivBackward)
-    record(node, a, b)
-    node.a_dtype = descr(a.data)
-    node.b_dtype = node.a_dtype
+        return AddBackward.__new__(AddBackward)
+    if op == OP_SUB:
+        return SubBackward.__new__(SubBackward)
+    if op == OP_MUL:
+        return MulBackward.__new__(MulBackward)
+    if op == OP_DIV:
+        return DivBackward.__new__(DivBackward)
+    return PowBackward.__new__(PowBackward)
+
+
+cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) except *:
+    """Save what the op's backward reads, and only that: x*y keeps y for gx and x for gy; x/y
+    keeps y, and x for gy; x**y keeps both; + and - keep nothing. The node's edges are set."""
     if op == OP_MUL:
         if needs(node, 0):
             node.b = save_tensor(b, node, False)
@@ -221,6 +220,22 @@ cdef Tensor same_shape_op(int op, Tensor a, Tensor b):
         node.b = save_tensor(b, node, False)
         if needs(node, 1):
             node.a = save_tensor(a, node, False)
+    elif op == OP_POW:
+        node.a = save_tensor(a, node, False)
+        node.b = save_tensor(b, node, False)
+
+
+cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b):
+    """Make out the result of a recorded a (op) b when grad mode is on and an input needs it."""
+    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+        return out
+    cdef BinaryBackward node = new_binary_node(op)
+    record(node, a, b)
+    node.a_shape = shape_if_broadcast(a.data, out.data)
+    node.b_shape = shape_if_broadcast(b.data, out.data)
+    node.a_dtype = descr(a.data)
+    node.b_dtype = descr(b.data)
+    save_binary_inputs(node, op, a, b)
     attach_output(out, node, 0)
     return out
 
@@ -234,7 +249,7 @@ cdef Tensor binary_op(int op, object x, object y):
         if type(y) is Tensor:
             b = <Tensor>y
             if op != OP_POW and fast_pair(a.data, b.data):
-                return same_shape_op(op, a, b)
+                return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b)
         elif is_number(y) and is_float_dtype(descr(a.data)):
             return scalar_op(op, a, y, False)
     elif type(y) is Tensor and is_number(x) and is_float_dtype(descr((<Tensor>y).data)):
@@ -247,39 +262,7 @@ cdef Tensor binary_op(int op, object x, object y):
         dt = float32
     elif op == OP_SUB and dt.kind == b'b':
         raise TypeError("sub: subtracting bool tensors is not supported; use logical ops")
-    cdef Tensor out = wrap(binary_kernel(BINARY_UFUNCS[op], a, b, dt, name))
-    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
-        return out
-    cdef BinaryBackward node
-    if op == OP_ADD:
-        node = AddBackward.__new__(AddBackward)
-    elif op == OP_SUB:
-        node = SubBackward.__new__(SubBackward)
-    elif op == OP_MUL:
-        node = MulBackward.__new__(MulBackward)
-    elif op == OP_DIV:
-        node = DivBackward.__new__(DivBackward)
-    else:
-        node = PowBackward.__new__(PowBackward)
-    record(node, a, b)
-    node.a_shape = shape_if_broadcast(a.data, out.data)
-    node.b_shape = shape_if_broadcast(b.data, out.data)
-    node.a_dtype = descr(a.data)
-    node.b_dtype = descr(b.data)
-    if op == OP_MUL:
-        if needs(node, 0):
-            node.b = save_tensor(b, node, False)
-        if needs(node, 1):
-            node.a = save_tensor(a, node, False)
-    elif op == OP_DIV:
-        node.b = save_tensor(b, node, False)
-        if needs(node, 1):
-            node.a = save_tensor(a, node, False)
-    elif op == OP_POW:
-        node.a = save_tensor(a, node, False)
-        node.b = save_tensor(b, node, False)
-    attach_output(out, node, 0)
-    return out
+    return record_binary(op, wrap(binary_kernel(BINARY_UFUNCS[op], a, b, dt, name)), a, b)
 
 
 cpdef Tensor add(object x, object y):

@@ -2,7 +2,12 @@
 # Outside the graph they only write memory and bump the version counter.
 
 cdef enum InplaceOp:
-    INPLACE_ADD, INPLACE_SUB, INPLACE_MUL, INPLACE_DIV, INPLACE_COPY
+    # the first four equal OP_ADD ... OP_DIV, so in-place ops share the binary nodes
+    INPLACE_ADD = OP_ADD
+    INPLACE_SUB = OP_SUB
+    INPLACE_MUL = OP_MUL
+    INPLACE_DIV = OP_DIV
+    INPLACE_COPY = 4                    # INPLACE_NAMES[4]; never given to the binary nodes
 
 cdef tuple INPLACE_NAMES = ("add_", "sub_", "mul_", "div_", "copy_")
 
@@ -95,7 +100,7 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
         return self
     if shares_storage(value, self):
         value = clone(value)          # x.mul_(x): the value must not change under its node
-    cdef Tensor old = None
+    cdef Tensor old = None             # self before the write, if the value's gradient needs it
     if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
         old = history_snapshot(self)
     cdef Node node
@@ -104,22 +109,16 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
         node = CopyBackward.__new__(CopyBackward)
         (<CopyBackward>node).v_shape = shape_if_broadcast(value.data, self.data)
         (<CopyBackward>node).v_dtype = descr(value.data)
+        record(node, self, value)      # edges to self's history before the write
     else:
-        bnode = (AddBackward.__new__(AddBackward) if op == INPLACE_ADD else
-                 SubBackward.__new__(SubBackward) if op == INPLACE_SUB else
-                 MulBackward.__new__(MulBackward) if op == INPLACE_MUL else
-                 DivBackward.__new__(DivBackward))
+        bnode = new_binary_node(op)    # INPLACE_ADD ... INPLACE_DIV are OP_ADD ... OP_DIV
         bnode.a_shape = None
         bnode.b_shape = shape_if_broadcast(value.data, self.data)
         bnode.a_dtype = descr(self.data)
         bnode.b_dtype = descr(value.data)
+        record(bnode, self, value)     # edges to self's history before the write
+        save_binary_inputs(bnode, op, old, value)
         node = bnode
-    record(node, self, value)          # edges to self's history before the write
-    if op == INPLACE_MUL or op == INPLACE_DIV:
-        if needs(node, 0) or op == INPLACE_DIV:
-            bnode.b = save_tensor(value, node, False)
-        if old is not None:
-            bnode.a = save_tensor(old, node, False)
     write_inplace(self, value, op, name)
     self.bump_version_by(name)
     mark_graph_changed(self)

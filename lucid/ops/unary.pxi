@@ -24,11 +24,7 @@ cdef class TanhBackward(UnaryBackward):
     """y = tanh(x)  ->  gx = tanh_backward(g, y) = g*(1 - y*y)"""
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0]
-        cdef Tensor y = self.saved_x.unpack(self)
-        if may_overwrite(self, g) and fast_pair(g.data, y.data):
-            fast_fused_backward(True, g.data, y.data, g.data)
-            return (g,)
-        return (tanh_backward(g, y),)
+        return (fused_grad(True, g, self.saved_x.unpack(self), may_overwrite(self, g)),)
 
 
 cdef class ReluBackward(UnaryBackward):
@@ -104,11 +100,7 @@ cdef class SigmoidBackward(UnaryBackward):
     """y = sigmoid(x)  ->  gx = sigmoid_backward(g, y) = g*y*(1 - y)"""
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0]
-        cdef Tensor y = self.saved_x.unpack(self)
-        if may_overwrite(self, g) and fast_pair(g.data, y.data):
-            fast_fused_backward(False, g.data, y.data, g.data)
-            return (g,)
-        return (sigmoid_backward(g, y),)
+        return (fused_grad(False, g, self.saved_x.unpack(self), may_overwrite(self, g)),)
 
 
 cdef class ClampBackward(UnaryBackward):
@@ -183,8 +175,8 @@ cpdef Tensor sign(Tensor a):
 
 # -- fused backward kernels: each is an op, so a recorded backward differentiates it ------------
 
-cdef class TanhBackwardBackward(Node):
-    """z = g*(1 - y*y)  ->  gg = tanh_backward(gz, y), gy = -2*gz*g*y"""
+cdef class FusedGradBackward(Node):
+    """Shared fields of the fused gradient ops' nodes: their inputs g and y."""
     cdef SavedTensor g
     cdef SavedTensor y
 
@@ -192,6 +184,9 @@ cdef class TanhBackwardBackward(Node):
         self.g = None
         self.y = None
 
+
+cdef class TanhBackwardBackward(FusedGradBackward):
+    """z = g*(1 - y*y)  ->  gg = tanh_backward(gz, y), gy = -2*gz*g*y"""
     cdef tuple apply(self, tuple grads):
         gz = grads[0]
         y = self.y.unpack(self)
@@ -199,36 +194,8 @@ cdef class TanhBackwardBackward(Node):
                 mul(mul(gz, self.g.unpack(self)), mul(y, -2.0)) if needs(self, 1) else None)
 
 
-cpdef Tensor tanh_backward(Tensor g, Tensor y):
-    """g * (1 - y*y), in one pass over fresh memory."""
-    cdef object yy
-    if fast_pair(g.data, y.data):
-        yy = fast_fused_backward(True, g.data, y.data)
-    else:
-        yy = as_array(np.multiply(y.data, y.data))
-        np.subtract(1, yy, out=yy)
-        np.multiply(g.data, yy, out=yy)
-    cdef Tensor out = wrap(yy)
-    cdef TanhBackwardBackward node
-    if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
-        node = TanhBackwardBackward.__new__(TanhBackwardBackward)
-        record(node, g, y)
-        node.y = save_tensor(y, node, False)
-        if needs(node, 1):
-            node.g = save_tensor(g, node, False)
-        attach_output(out, node, 0)
-    return out
-
-
-cdef class SigmoidBackwardBackward(Node):
+cdef class SigmoidBackwardBackward(FusedGradBackward):
     """z = g*y*(1 - y)  ->  gg = sigmoid_backward(gz, y), gy = gz*g*(1 - 2*y)"""
-    cdef SavedTensor g
-    cdef SavedTensor y
-
-    cdef void release_saved(self):
-        self.g = None
-        self.y = None
-
     cdef tuple apply(self, tuple grads):
         gz = grads[0]
         y = self.y.unpack(self)
@@ -236,25 +203,44 @@ cdef class SigmoidBackwardBackward(Node):
                 mul(mul(gz, self.g.unpack(self)), sub(1.0, mul(y, 2.0))) if needs(self, 1) else None)
 
 
-cpdef Tensor sigmoid_backward(Tensor g, Tensor y):
-    """g * y * (1 - y), over fresh memory."""
-    cdef object t
+cdef Tensor fused_grad(bint is_tanh, Tensor g, Tensor y, bint into_g):
+    """tanh: g*(1 - y*y); sigmoid: g*y*(1 - y). One pass, written into g when into_g (the engine
+    owns g and nothing records: Note [Gradient ownership]), else into fresh memory and recorded
+    as an op of its own when grad mode is on."""
+    cdef object arr
     if fast_pair(g.data, y.data):
-        t = fast_fused_backward(False, g.data, y.data)
+        arr = fast_fused_backward(is_tanh, g.data, y.data, g.data if into_g else None)
+        if into_g:
+            return g
+    elif is_tanh:
+        arr = as_array(np.multiply(y.data, y.data))
+        np.subtract(1, arr, out=arr)
+        np.multiply(g.data, arr, out=arr)
     else:
-        t = as_array(np.subtract(1, y.data, dtype=y.data.dtype))
-        np.multiply(t, y.data, out=t)
-        np.multiply(t, g.data, out=t)
-    cdef Tensor out = wrap(t)
-    cdef SigmoidBackwardBackward node
+        arr = as_array(np.subtract(1, y.data, dtype=y.data.dtype))
+        np.multiply(arr, y.data, out=arr)
+        np.multiply(arr, g.data, out=arr)
+    cdef Tensor out = wrap(arr)
+    cdef FusedGradBackward node
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
-        node = SigmoidBackwardBackward.__new__(SigmoidBackwardBackward)
+        node = TanhBackwardBackward.__new__(TanhBackwardBackward) if is_tanh else \
+            SigmoidBackwardBackward.__new__(SigmoidBackwardBackward)
         record(node, g, y)
         node.y = save_tensor(y, node, False)
         if needs(node, 1):
             node.g = save_tensor(g, node, False)
         attach_output(out, node, 0)
     return out
+
+
+cpdef Tensor tanh_backward(Tensor g, Tensor y):
+    """g * (1 - y*y), in one pass over fresh memory."""
+    return fused_grad(True, g, y, False)
+
+
+cpdef Tensor sigmoid_backward(Tensor g, Tensor y):
+    """g * y * (1 - y), in one pass over fresh memory."""
+    return fused_grad(False, g, y, False)
 
 
 cdef class ReluBackwardBackward(Node):
