@@ -20,17 +20,18 @@ def is_anomaly_enabled():
 cdef void init_identity(Node node):
     """A new node's sequence number, and its forward traceback in anomaly mode."""
     node.sequence_nr = next_sequence_nr()
+    gc_untrack(node)                    # Note [GC tracking]
     if creation_sites_on:
         note_creation_site(node)
     if anomaly_enabled:
         # called from compiled code: the innermost Python frame is the caller of the op
-        node.anomaly_trace = "".join(_traceback.format_stack())
+        node.get_extra().anomaly_trace = "".join(_traceback.format_stack())
 
 
 cdef void note_forward_trace(BaseException error, Node node):
-    if node.anomaly_trace is not None:
+    if node.extra is not None and node.extra.anomaly_trace is not None:
         error.add_note(f"lucid anomaly mode: {node.name()} was created by this forward call:\n"
-                       f"{node.anomaly_trace}")
+                       f"{node.extra.anomaly_trace}")
 
 
 cdef void check_nan_gradients(Node node, tuple outs) except *:

@@ -2,13 +2,26 @@
 #
 # This file is the index of the core and the front door for native custom ops: a separate Cython
 # package can `from lucid._core cimport Tensor, Node, ...` (put `lucid.get_include()` on its
-# include path). The C layout of these classes is an ABI: fields are only ever appended by
-# subclasses, never inserted here.
+# include path). The C layout of these classes (their fields and their cdef methods) is an ABI:
+# any change to it bumps ABI_VERSION below, and a native op built against another version fails
+# at import (see check_abi). Rarely used state lives in lazily made side objects (NodeExtra), so
+# new features add fields there, not to Node or Tensor.
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 
 cimport numpy as cnp
+
+
+# ------------------------------------------------------------------------------------------------
+# ABI guard
+# ------------------------------------------------------------------------------------------------
+cdef enum:
+    ABI_VERSION = 2                             # bumped by every change to a field or cdef method
+
+# A native op's module calls check_abi(ABI_VERSION) at import: it raises ImportError naming both
+# versions when the lucid it runs against was built with another layout.
+cdef int check_abi(int built_against) except -1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -44,6 +57,10 @@ cdef class Tensor:
     cdef dict _hooks                            # leaf hooks {handle id: fn}, or None
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
     cdef int64_t _view_version                  # storage's graph_version when the view was taken
+    cdef object _fw_grad                        # forward-mode tangent(s) (forward_ad), or None
+    cdef int _fw_level                          # the dual level _fw_grad belongs to (0: none)
+    cdef bint _inference                        # made under inference_mode: never requires grad
+    cdef object _extra                          # reserved side object for rarely used state, or None
     cdef object __weakref__
 
     cdef Storage storage(self)                  # the storage, made if missing
@@ -75,12 +92,26 @@ cdef class SavedTensor:
     cdef bint out_requires_grad                 # a saved output required grad
     cdef int output_nr                          # a saved output's slot in the owning node
     cdef object guarded_array                   # array made read-only by the saved-tensor guard
+    cdef object packed                          # what a saved-tensor pack hook returned, or None
+    cdef object unpack_hook                     # the unpack hook that turns packed back, or None
+    cdef tuple packed_meta                      # (shape, dtype) the unpacked tensor must have
 
     cdef Tensor unpack(self, Node owner)        # check the version, give the tensor back
     cdef void clear(self)                       # drop what it holds
 
 
 cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output)
+
+
+cdef class NodeExtra:
+    # rarely used per-node state, made on first need (node.extra), so plain nodes stay small
+    cdef dict tensor_pre_hooks                  # {output_nr: {id: fn}} hooks on output tensors
+    cdef dict pre_hooks                         # {id: fn} node pre-hooks: fn(grad_outputs)
+    cdef dict post_hooks                        # {id: fn} node hooks: fn(grad_inputs, grad_outputs)
+    cdef list retain_grad_slots                 # [(output_nr, weakref to tensor)]
+    cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
+    cdef object jvp_fn                          # reserved: a native op's forward-mode rule
+    cdef dict metadata                          # node.metadata, a free dict for users
 
 
 cdef class Node:
@@ -100,21 +131,21 @@ cdef class Node:
     cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
     # identity and diagnostics
     cdef readonly int64_t sequence_nr           # creation order (newer nodes are larger)
-    cdef dict pre_hooks                         # {output_nr: {id: fn}} tensor hooks, or None
-    cdef list post_hooks                        # hooks called after apply (reserved), or None
-    cdef list retain_grad_slots                 # [(output_nr, weakref to tensor)], or None
-    cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
+    cdef NodeExtra extra                        # hooks, retain_grad, anomaly trace; None if none
     cdef object creation_code                   # code object of the user frame that made it
     cdef int creation_lasti                     # instruction offset in that frame
     cdef bint released                          # saved state dropped after a backward
     cdef object __weakref__
 
     cdef tuple apply(self, tuple grads)         # gradients of outputs -> gradients of inputs
+    cdef tuple jvp(self, tuple tangents)        # tangents of inputs -> of outputs (forward mode)
     cdef void release_saved(self)               # drop saved state (after running, or on free)
     cpdef str name(self)                        # "MulBackward", "<Function>Backward", ...
 
     cdef void set_num_inputs(self, Py_ssize_t n) except *   # allocate the edge array
     cdef void set_edge(self, Py_ssize_t i, Tensor t) except *   # edge i from t (if it needs grad)
+    cdef NodeExtra get_extra(self)              # node.extra, made (and the node GC-tracked) if missing
+    cdef NodeExtra checked_extra(self, object fn)   # get_extra() for a hook fn (checked callable)
 
 
 cdef class AccumulateGrad(Node):

@@ -16,6 +16,7 @@ import numpy as np
 cnp.import_array()
 
 include "_grad_mode.pxi"
+include "_gc.pxi"
 include "_dtypes.pxi"
 include "_storage.pxi"
 include "_saved.pxi"

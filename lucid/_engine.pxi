@@ -12,7 +12,93 @@
 #   inside another (a Function's backward calling grad()) saves the state of every node it
 #   touches and restores it when it ends, so the outer traversal goes on undisturbed.
 
+# Note [Threads]
+#   Per-node traversal state lives on the node, stamped with the traversal's epoch. Each running
+#   traversal registers its epoch with its thread (active_traversals). Discovery meeting a node
+#   stamped by a traversal still running in another thread:
+#   - an AccumulateGrad (a leaf shared by independent graphs): this traversal uses a private
+#     stand-in node for the same leaf (substitutes), so the two traversals never share state;
+#   - any other node: the same graph is being traversed by two threads at once: RuntimeError.
+#   A leaf's .grad is read, added and written under a lock of its own (leaf_lock), so threads
+#   that share leaves lose no update. In the common case (one traversal at a time) this costs
+#   one comparison per discovered node: stamps older than every running traversal are free.
+
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_acquire_lock,
+                               PyThread_release_lock, PyThread_get_thread_ident, WAIT_LOCK,
+                               NOWAIT_LOCK)
+
 cdef uint64_t _epoch_counter = 0
+cdef dict active_traversals = {}        # epoch -> thread ident, of every running traversal
+cdef uint64_t oldest_active_epoch = 0   # the smallest epoch in active_traversals (0: none)
+
+cdef enum:
+    LEAF_LOCKS = 64
+cdef PyThread_type_lock leaf_locks[LEAF_LOCKS]
+
+
+cdef void init_leaf_locks() except *:
+    cdef int i
+    for i in range(LEAF_LOCKS):
+        leaf_locks[i] = PyThread_allocate_lock()
+        if leaf_locks[i] == NULL:
+            raise MemoryError()
+
+init_leaf_locks()
+
+
+cdef inline PyThread_type_lock leaf_lock(Tensor leaf) noexcept:
+    """The lock that guards leaf.grad (striped by address: no allocation per leaf)."""
+    return leaf_locks[(<size_t><PyObject*>leaf >> 4) % LEAF_LOCKS]
+
+
+cdef inline void acquire_leaf_lock(PyThread_type_lock lock) noexcept:
+    if not PyThread_acquire_lock(lock, NOWAIT_LOCK):
+        with nogil:                       # the holder may need the GIL to finish
+            PyThread_acquire_lock(lock, WAIT_LOCK)
+
+
+cdef void register_traversal(uint64_t epoch):
+    global oldest_active_epoch
+    active_traversals[epoch] = PyThread_get_thread_ident()
+    if oldest_active_epoch == 0:
+        oldest_active_epoch = epoch
+
+
+cdef void unregister_traversal(uint64_t epoch):
+    global oldest_active_epoch
+    active_traversals.pop(epoch, None)
+    oldest_active_epoch = min(active_traversals) if active_traversals else 0
+
+
+cdef Node claim_node(Node node, uint64_t epoch, dict substitutes):
+    """Note [Threads]: node itself, or the stand-in this traversal must use for it."""
+    cdef AccumulateGrad stand_in
+    if node.epoch < oldest_active_epoch or node.epoch == 0:
+        return node
+    owner = active_traversals.get(node.epoch)
+    if owner is None or owner == PyThread_get_thread_ident():
+        return node                       # stale, or an outer traversal of this thread
+    if type(node) is AccumulateGrad:
+        stand_in = substitutes.get(node)
+        if stand_in is None:
+            stand_in = AccumulateGrad.__new__(AccumulateGrad)
+            gc_untrack(stand_in)
+            stand_in.variable = (<AccumulateGrad>node).variable
+            stand_in.sequence_nr = node.sequence_nr
+            substitutes[node] = stand_in
+        return stand_in
+    raise RuntimeError(
+        f"{describe(node)} is being traversed by another thread's backward (thread {owner}) "
+        "right now: one graph can be backwarded by one thread at a time. Build a graph per "
+        "thread, or wait for the other backward to finish")
+
+
+cdef inline Node edge_node(Node node, Py_ssize_t i, uint64_t epoch, dict substitutes):
+    """The node edge i of node leads to, in this traversal (after discovery)."""
+    cdef Node child = <Node>node.next_edges[i].node
+    if child.epoch != epoch:
+        return <Node>substitutes[child]
+    return child
 
 cdef enum:
     EXEC_RUN = 1          # call apply
@@ -58,17 +144,22 @@ cdef inline Node stack_pop(NodeStack* stack):
 
 
 cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states,
-                   int exec_state) except *:
-    """Find every node reachable from roots and count the edges pointing at each."""
+                   int exec_state, dict substitutes) except *:
+    """Find every node reachable from roots and count the edges pointing at each. Roots met
+    in another thread's traversal are replaced by their stand-ins in place (Note [Threads])."""
     cdef NodeStack stack = NodeStack(NULL, 0, 0)
     cdef Node node, child
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, k
     try:
-        for node in roots:
+        for k in range(len(roots)):
+            node = <Node>roots[k]
             if node.epoch != epoch:
-                init_node(node, epoch, saved_states, exec_state)
-                nodes.append(node)
-                stack_push(&stack, <PyObject*>node)
+                node = claim_node(node, epoch, substitutes)
+                roots[k] = node
+                if node.epoch != epoch:
+                    init_node(node, epoch, saved_states, exec_state)
+                    nodes.append(node)
+                    stack_push(&stack, <PyObject*>node)
         while stack.size:
             node = stack_pop(&stack)
             for i in range(node.num_inputs):
@@ -76,15 +167,17 @@ cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states,
                     continue
                 child = <Node>node.next_edges[i].node
                 if child.epoch != epoch:
-                    init_node(child, epoch, saved_states, exec_state)
-                    nodes.append(child)
-                    stack_push(&stack, <PyObject*>child)
+                    child = claim_node(child, epoch, substitutes)
+                    if child.epoch != epoch:
+                        init_node(child, epoch, saved_states, exec_state)
+                        nodes.append(child)
+                        stack_push(&stack, <PyObject*>child)
                 child.dependencies += 1
     finally:
         PyMem_Free(stack.items)
 
 
-cdef void mark_needed(list roots, list nodes):
+cdef void mark_needed(list roots, list nodes, uint64_t epoch, dict substitutes):
     """Set EXEC_RUN on each node that feeds a captured or running node (targets are pre-marked)."""
     cdef list order = []
     cdef list ready = [n for n in roots if (<Node>n).dependencies == 0]
@@ -98,7 +191,7 @@ cdef void mark_needed(list roots, list nodes):
         order.append(node)
         for i in range(node.num_inputs):
             if node.next_edges[i].node != NULL:
-                child = <Node>node.next_edges[i].node
+                child = edge_node(node, i, epoch, substitutes)
                 child.dependencies -= 1
                 if child.dependencies == 0:
                     child.dependencies = -1
@@ -108,13 +201,14 @@ cdef void mark_needed(list roots, list nodes):
     for node in nodes:
         for i in range(node.num_inputs):
             if node.next_edges[i].node != NULL:
-                (<Node>node.next_edges[i].node).dependencies += 1
+                child = edge_node(node, i, epoch, substitutes)
+                child.dependencies += 1
     for node in reversed(order):
         if node.exec_state & EXEC_RUN:
             continue
         for i in range(node.num_inputs):
             if node.next_edges[i].node != NULL and \
-                    (<Node>node.next_edges[i].node).exec_state & (EXEC_RUN | EXEC_CAPTURE):
+                    edge_node(node, i, epoch, substitutes).exec_state & (EXEC_RUN | EXEC_CAPTURE):
                 node.exec_state |= EXEC_RUN
                 break
 
@@ -129,13 +223,6 @@ cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint c
     if fast_pair(current.data, g.data):
         return wrap(fast_binary(F_ADD, current.data, g.data, None))
     return wrap(as_array(np.add(current.data, g.data, dtype=current.data.dtype)))
-
-
-cdef extern from *:
-    """
-    #define lucid_refcount(o) Py_REFCNT(o)
-    """
-    Py_ssize_t lucid_refcount(PyObject* o)
 
 
 cdef inline bint engine_holds_only(object g, Py_ssize_t engine_refs) noexcept:
@@ -221,20 +308,22 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
 
 
 cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumulate):
-    """Tensor hooks on node's outputs (or its leaf), then retain_grad (backward() only)."""
+    """Tensor hooks on node's outputs (or its leaf), retain_grad (backward() only), then the
+    node's own pre-hooks: the order of Note [Hook order]."""
     cdef list out = list(grads)
     cdef Tensor t, g
+    cdef NodeExtra extra = node.extra
     if type(node) is AccumulateGrad:
         t = (<AccumulateGrad>node).variable
         if t._hooks and out[0] is not None:
             out[0] = run_hooks(t._hooks, <Tensor>out[0], "a leaf tensor", node)
-    if node.pre_hooks:
-        for slot, hooks in node.pre_hooks.items():
+    if extra is not None and extra.tensor_pre_hooks:
+        for slot, hooks in extra.tensor_pre_hooks.items():
             if out[slot] is not None and hooks:
                 out[slot] = run_hooks(hooks, <Tensor>out[slot], f"output {slot} of {node.name()}",
                                       node)
-    if node.retain_grad_slots and accumulate:
-        for slot, ref in node.retain_grad_slots:
+    if extra is not None and extra.retain_grad_slots and accumulate:
+        for slot, ref in extra.retain_grad_slots:
             t = ref()
             if t is None or out[slot] is None:
                 continue
@@ -243,29 +332,81 @@ cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumul
                 t._grad = g if create_graph else wrap(np.array(g.data, copy=True))
             else:
                 t._grad = add(t._grad, g)
+    if extra is not None and extra.pre_hooks:
+        out = run_node_hooks(extra.pre_hooks, node, tuple(out), None, "pre-hook")
     return tuple(out)
 
 
+cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs, str kind):
+    """Node pre-hooks fn(grad_outputs) or hooks fn(grad_inputs, grad_outputs); each may return
+    a replacement tuple, checked entry by entry like a tensor hook's result."""
+    cdef list out = list(grads)
+    cdef int64_t start
+    cdef Py_ssize_t i
+    cdef str where
+    for fn in list(hooks.values()):
+        start = now_ns() if profiling else 0
+        try:
+            result = fn(tuple(out)) if grad_outputs is None else fn(tuple(out), grad_outputs)
+        except BaseException as e:
+            e.add_note(f"lucid: raised in a node {kind} on {describe(node)}")
+            try:
+                e._lucid_noted = True
+            except AttributeError:
+                pass
+            raise
+        finally:
+            if profiling:
+                counters.python_reentries += 1
+                counters.python_ns += now_ns() - start
+        if result is None:
+            continue
+        if isinstance(result, list):
+            result = tuple(result)
+        if not isinstance(result, tuple) or len(<tuple>result) != len(out):
+            raise RuntimeError(f"a node {kind} on {describe(node)} returned "
+                               f"{type(result).__name__}"
+                               f"{'' if not isinstance(result, tuple) else ' of length %d' % len(result)}; "
+                               f"expected None or a tuple of {len(out)} gradients")
+        for i in range(len(out)):
+            r = (<tuple>result)[i]
+            if r is None or out[i] is None:
+                if r is not None:
+                    raise RuntimeError(f"a node {kind} on {describe(node)} returned a gradient "
+                                       f"at position {i}, where there was none")
+                out[i] = None
+                continue
+            where = f"{kind} of {describe(node)} (position {i})"
+            out[i] = checked_hook_result(r, <Tensor>out[i], where)
+    return out
+
+
 cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_graph) except *:
-    """leaf.grad += g (a fresh tensor under create_graph; stolen from the engine when it can)."""
+    """leaf.grad += g (a fresh tensor under create_graph; stolen from the engine when it can),
+    under the leaf's lock (Note [Threads])."""
     if not shape_is(g.data, leaf.data.shape):
         raise RuntimeError(f"AccumulateGrad: gradient of shape {g.data.shape} for a leaf of "
                            f"shape {leaf.data.shape}")
     if descr(g.data) is not descr(leaf.data) and g.data.dtype != leaf.data.dtype:
         g = cast(g, descr(leaf.data))
         owned = not create_graph          # the cast made a fresh array no one else holds
-    if leaf._grad is None:
-        if create_graph:
-            leaf._grad = clone(g) if g.requires_grad_c() else wrap(np.array(g.data, copy=True))
-        elif owned:                       # Note [Gradient ownership]: nothing else can see it
-            leaf._grad = g
+    cdef PyThread_type_lock lock = leaf_lock(leaf)
+    acquire_leaf_lock(lock)
+    try:
+        if leaf._grad is None:
+            if create_graph:
+                leaf._grad = clone(g) if g.requires_grad_c() else wrap(np.array(g.data, copy=True))
+            elif owned:                   # Note [Gradient ownership]: nothing else can see it
+                leaf._grad = g
+            else:
+                leaf._grad = wrap(np.array(g.data, order="C", copy=True))
+        elif create_graph or (<Tensor>leaf._grad).requires_grad_c():
+            leaf._grad = add(leaf._grad, g)
         else:
-            leaf._grad = wrap(np.array(g.data, order="C", copy=True))
-    elif create_graph or (<Tensor>leaf._grad).requires_grad_c():
-        leaf._grad = add(leaf._grad, g)
-    else:
-        add_into((<Tensor>leaf._grad).data, g.data)
-        (<Tensor>leaf._grad).bump_version()
+            add_into((<Tensor>leaf._grad).data, g.data)
+            (<Tensor>leaf._grad).bump_version()
+    finally:
+        PyThread_release_lock(lock)
 
 
 cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_graph,
@@ -275,6 +416,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     _epoch_counter += 1
     cdef uint64_t epoch = _epoch_counter
     cdef list saved_states = [] if lucid_traversal_depth > 0 else None
+    cdef dict substitutes = {}                        # Note [Threads]: stand-ins for shared leaves
     cdef list nodes = []
     cdef NodeStack ready = NodeStack(NULL, 0, 0)      # nodes whose dependencies are all done
     cdef list captured = None
@@ -292,19 +434,24 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
         counters.backward_calls += 1
         started = now_ns()
     lucid_traversal_depth += 1
+    register_traversal(epoch)
     try:
-        discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN)
+        discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN,
+                 substitutes)
         if targets is not None:
             captured = [None] * len(targets)
             for k in range(len(targets)):
                 node = <Node>targets[k]
                 if node.epoch != epoch:
-                    continue
+                    node = substitutes.get(node)
+                    if node is None:
+                        continue
+                    targets[k] = node
                 if accumulate and type(node) is AccumulateGrad:
                     node.exec_state |= EXEC_RUN
                 else:
                     node.exec_state |= EXEC_CAPTURE
-            mark_needed(roots, nodes)
+            mark_needed(roots, nodes, epoch, substitutes)
         for k in range(len(roots)):
             add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph, False)
             (<Node>roots[k]).buffer_owned = 0
@@ -327,7 +474,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
             state = node.exec_state
             outs = None
             if any_grad:
-                if node.pre_hooks is not None or node.retain_grad_slots is not None or (
+                if node.extra is not None or (
                         type(node) is AccumulateGrad and (<AccumulateGrad>node).variable._hooks):
                     grads = run_pre_hooks(node, grads, create_graph, accumulate)
                     owned = 0
@@ -349,6 +496,9 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                             outs = call_apply(node, grads)
                         finally:
                             node.buffer_owned = 0
+                        if node.extra is not None and node.extra.post_hooks:
+                            outs = tuple(run_node_hooks(node.extra.post_hooks, node, outs, grads,
+                                                        "hook"))
                         if not keep_graph:
                             node.release_saved()
                             node.released = True
@@ -364,6 +514,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 if node.next_edges[i].node == NULL:
                     continue
                 child = <Node>node.next_edges[i].node
+                if child.epoch != epoch:
+                    child = <Node>substitutes[child]   # Note [Threads]
                 if outs is not None:
                     g_out = outs[i]
                     if g_out is not None:
@@ -387,6 +539,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 node.buffer = state_tuple[3]
                 node.buffer_owned = state_tuple[4]
                 node.exec_state = state_tuple[5]
+        unregister_traversal(epoch)
         lucid_traversal_depth -= 1
         set_grad_enabled_c(previous_mode)
         if profiling and started:
@@ -469,6 +622,7 @@ cdef list root_nodes(tuple outputs, list slots):
             raise RuntimeError(f"element {k} of tensors does not require grad and does not have a "
                                "grad_fn: nothing to differentiate (did you forget "
                                "requires_grad=True on a leaf, or run forward under no_grad?)")
+        check_not_stale(t)
         nodes.append(gradient_node(t))
         slots.append(t._output_nr)
     return nodes
@@ -496,6 +650,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     cdef list roots = root_nodes(outputs, slots)
     cdef tuple wanted = None
     cdef list targets = None
+    cdef PyThread_type_lock lock
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
@@ -509,7 +664,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if captured[k] is not None:
                 t = <Tensor>wanted[k]
                 g = cast(<Tensor>captured[k], descr(t.data))
-                t._grad = wrap(np.array(g.data, copy=True)) if t._grad is None else add(t._grad, g)
+                lock = leaf_lock(t)
+                acquire_leaf_lock(lock)
+                try:
+                    t._grad = wrap(np.array(g.data, copy=True)) if t._grad is None else \
+                        add(t._grad, g)
+                finally:
+                    PyThread_release_lock(lock)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

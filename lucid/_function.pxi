@@ -3,6 +3,10 @@
 # Note [Function ownership]: the node owns its ctx (strong); the ctx points back at its node
 # with a borrowed pointer that the node clears when it dies, so no reference cycle forms. Saved
 # outputs are kept as values + storage (Note [Saved outputs]); saved inputs as the tensors.
+# The node is never cleared by the cyclic GC (no_gc_clear), so its ctx is still there when it
+# dies and the back pointer is always reset. A ctx the user holds outlives its node with its
+# attributes; only the saved tensors are freed. Function nodes, their ctx and their outputs stay GC-tracked
+# (Note [GC tracking]): ctx attributes may hold anything.
 
 cdef class FunctionCtx:
     """Per-call context shared by a Function's forward and backward."""
@@ -58,11 +62,9 @@ cdef class FunctionCtx:
         self._released = True
         self._saved = None
         self._to_save = None
-        attributes = (<object>self).__dict__
-        if attributes is not None:             # the GC may have cleared it already
-            attributes.clear()
 
 
+@cython.no_gc_clear
 cdef class PythonBackwardNode(Node):
     """The node of one Function call: re-enters Python to run the Function's backward."""
     cdef readonly FunctionCtx ctx
@@ -75,8 +77,15 @@ cdef class PythonBackwardNode(Node):
             self.ctx.release()
 
     cdef void release_saved(self):
-        if self.ctx is not None:
-            self.ctx.release()
+        """After a backward without retain_graph: free the saved tensors, and the attributes
+        too when nothing but this node holds the ctx (no one could read them again)."""
+        if self.ctx is None:
+            return
+        self.ctx.release()
+        if lucid_refcount(<PyObject*>self.ctx) == 1:
+            attributes = (<object>self.ctx).__dict__
+            if attributes:
+                attributes.clear()
 
     cdef tuple apply(self, tuple grads):
         cdef FunctionCtx ctx = self.ctx
@@ -269,6 +278,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
     if record_call:
         node = PythonBackwardNode.__new__(info.node_cls)
         init_identity(node)
+        gc_track(node)                 # Note [Function ownership]: its ctx may hold anything
         node.set_num_inputs(n)
         meta = PyTuple_New(n)
         for i in range(n):
@@ -300,6 +310,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
                 entry = tensor_meta(t)
                 if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
                     attach_output(t, node, i)
+                    gc_track(t)
         Py_INCREF(o)
         PyTuple_SET_ITEM(result, i, o)
         Py_INCREF(entry)

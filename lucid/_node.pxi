@@ -1,5 +1,6 @@
 # Node: the base of every backward node, and AccumulateGrad, the node of a leaf.
 
+
 cdef int64_t _sequence_counter = 0
 
 
@@ -61,8 +62,17 @@ cdef class Node:
     cdef tuple apply(self, tuple grads):
         raise NotImplementedError(f"{self.name()} does not implement apply")
 
+    cdef tuple jvp(self, tuple tangents):
+        raise NotImplementedError(f"{self.name()} does not implement forward-mode AD (jvp)")
+
     cdef void release_saved(self):
         self.saved = None
+
+    cdef NodeExtra get_extra(self):
+        if self.extra is None:
+            self.extra = NodeExtra.__new__(NodeExtra)
+            gc_track(self)           # Note [GC tracking]: the extra state may close a cycle
+        return self.extra
 
     cpdef str name(self):
         return type(self).__name__
@@ -90,12 +100,49 @@ cdef class Node:
         """'file:line' of the forward call that made this node (None if unknown)."""
         return creation_site_of(self)
 
+    def register_prehook(self, fn):
+        """Call fn(grad_outputs) before this node runs; it may return a replacement tuple.
+        Returns a handle whose remove() unregisters it (Note [Hook order])."""
+        cdef NodeExtra extra = self.checked_extra(fn)
+        if extra.pre_hooks is None:
+            extra.pre_hooks = {}
+        return add_hook(extra.pre_hooks, fn)
+
     def register_hook(self, fn):
-        """Not supported on nodes yet; register hooks on tensors."""
-        raise RuntimeError("hooks on nodes are not supported; use Tensor.register_hook")
+        """Call fn(grad_inputs, grad_outputs) after this node runs; it may return a replacement
+        for grad_inputs. Returns a handle whose remove() unregisters it (Note [Hook order])."""
+        cdef NodeExtra extra = self.checked_extra(fn)
+        if extra.post_hooks is None:
+            extra.post_hooks = {}
+        return add_hook(extra.post_hooks, fn)
+
+    cdef NodeExtra checked_extra(self, object fn):
+        if not callable(fn):
+            raise TypeError(f"a node hook must be callable, not {type(fn).__name__}")
+        return self.get_extra()
+
+    @property
+    def metadata(self):
+        """A dict for the user's own notes about this node (empty at first)."""
+        cdef NodeExtra extra = self.get_extra()
+        if extra.metadata is None:
+            extra.metadata = {}
+        return extra.metadata
 
     def __repr__(self):
         return f"<{self.name()}>"
+
+
+# Note [Hook order]: for each node the engine runs, in this order: the hooks of the tensors it
+# made (tensor.register_hook; a leaf's own hooks for AccumulateGrad), retain_grad, the node's
+# pre-hooks (node.register_prehook), apply, then the node's hooks (node.register_hook). Each
+# replacement gradient is checked (a Tensor of the same shape, a float dtype).
+
+cdef class NodeExtra:
+    """A node's rarely used state: hooks, retain_grad slots, anomaly trace, metadata."""
+
+    def __init__(self):
+        raise TypeError("NodeExtra objects are made by lucid's core")
 
 
 cdef Node record(Node node, Tensor a, Tensor b):
@@ -112,6 +159,28 @@ cdef void attach_output(Tensor out, Node node, int output_nr):
     out._grad_fn = node
     out._output_nr = output_nr
     out._requires_grad = False
+
+
+cdef void add_retain_grad_slot(Tensor t):
+    """t's grad_fn hands t's gradient to t.grad (retain_grad), through a weak reference."""
+    cdef NodeExtra extra = t._grad_fn.get_extra()
+    if extra.retain_grad_slots is None:
+        extra.retain_grad_slots = []
+    extra.retain_grad_slots.append((t._output_nr, PyWeakref_NewRef(t, None)))
+
+
+cdef void attach_inplace_output(Tensor t, Node node):
+    """t was changed in place by a recorded op: node is its history now, and a retained
+    gradient follows t's current value (the old node no longer hands it to t.grad)."""
+    cdef Node old = t._grad_fn
+    cdef list slots
+    if t._retains_grad and old is not None and old.extra is not None:
+        slots = old.extra.retain_grad_slots
+        if slots:
+            old.extra.retain_grad_slots = [s for s in slots if (<tuple>s)[1]() is not t]
+    attach_output(t, node, 0)
+    if t._retains_grad:
+        add_retain_grad_slot(t)
 
 
 cdef class AccumulateGrad(Node):
@@ -136,10 +205,18 @@ cdef Node gradient_node(Tensor t):
         if existing != <PyObject*>None:
             return <Node>existing
     acc = AccumulateGrad.__new__(AccumulateGrad)
+    gc_untrack(acc)                      # Note [GC tracking]
     acc.variable = t
     acc.sequence_nr = next_sequence_nr()
     t._grad_accumulator = PyWeakref_NewRef(acc, None)
     return acc
+
+
+cdef inline void check_not_stale(Tensor t) except *:
+    """Raise when t is a view whose base was changed in place by a recorded op since."""
+    if t._view_base is not None and t._storage is not None and \
+            t._view_version != t._storage.graph_version and t.requires_grad_c():
+        raise_stale_view(t)
 
 
 cdef void raise_stale_view(Tensor t) except *:

@@ -52,6 +52,7 @@ cdef class SavedTensor:
 cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
     """Save t for owner's backward; is_output when t is one of owner's own outputs."""
     cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
+    gc_untrack(s)                        # Note [GC tracking]
     s.is_output = is_output
     if is_output:
         s.data = t.data

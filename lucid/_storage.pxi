@@ -12,6 +12,7 @@ cdef class Storage:
 
 cdef Storage new_storage(object base):
     cdef Storage s = Storage.__new__(Storage)
+    gc_untrack(s)                        # Note [GC tracking]: it holds no Python objects of users
     s.version = 0
     s.base = base
     return s

@@ -171,7 +171,9 @@ cdef class Tensor:
 
     def detach(self):
         """A tensor sharing this one's memory and version counter, outside the graph."""
-        return wrap_like_view(self.data, self)
+        cdef Tensor t = wrap(self.data)
+        t._storage = self.storage()          # not a view: it has no history to go stale
+        return t
 
     def detach_(self):
         """Take this tensor out of the graph in place; returns self."""
@@ -188,10 +190,8 @@ cdef class Tensor:
             raise RuntimeError("can't retain_grad on a tensor that doesn't require grad")
         if self._grad_fn is None or self._retains_grad:
             return
-        node = self._grad_fn
-        if node.retain_grad_slots is None:
-            node.retain_grad_slots = []
-        node.retain_grad_slots.append((self._output_nr, PyWeakref_NewRef(self, None)))
+        check_not_stale(self)
+        add_retain_grad_slot(self)
         self._retains_grad = True
 
     def register_hook(self, hook):
@@ -200,18 +200,20 @@ cdef class Tensor:
             raise TypeError(f"hook must be callable, not {type(hook).__name__}")
         if not self.requires_grad_c():
             raise RuntimeError("can't register a hook on a tensor that doesn't require grad")
+        check_not_stale(self)
         cdef dict hooks
+        cdef NodeExtra extra
+        gc_track(self)                   # Note [GC tracking]: the hook may capture self
         if self._grad_fn is None:
             if self._hooks is None:
                 self._hooks = {}
             hooks = self._hooks
         else:
-            if self._grad_fn.pre_hooks is None:
-                self._grad_fn.pre_hooks = {}
-            hooks = self._grad_fn.pre_hooks.setdefault(self._output_nr, {})
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+            extra = self._grad_fn.get_extra()
+            if extra.tensor_pre_hooks is None:
+                extra.tensor_pre_hooks = {}
+            hooks = extra.tensor_pre_hooks.setdefault(self._output_nr, {})
+        return add_hook(hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's .grad (see lucid.autograd.backward)."""
@@ -221,6 +223,15 @@ cdef class Tensor:
     def clone(self):
         """A copy with its own memory; gradient flows back unchanged."""
         return clone(self)
+
+    def __copy__(self):
+        return leaf_copy(self, False, None)
+
+    def __deepcopy__(self, memo):
+        return leaf_copy(self, True, memo)
+
+    def __reduce_ex__(self, protocol):
+        return leaf_reduce(self)
 
     def to(self, dtype):
         """This tensor converted to dtype (self when it already has it)."""
@@ -445,8 +456,16 @@ cdef class RemovableHandle:
         self.remove()
 
 
+cdef RemovableHandle add_hook(dict hooks, object fn):
+    """Register fn in hooks; the handle removes it."""
+    cdef RemovableHandle handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
+
+
 cdef Tensor wrap(object array):
     cdef Tensor t = Tensor.__new__(Tensor)
+    gc_untrack(t)                        # Note [GC tracking]
     # NumPy hands back scalars from 0-d work; the typed code behind a Tensor needs an ndarray
     t.data = array if type(array) is np.ndarray else np.asarray(array)
     return t
@@ -455,6 +474,7 @@ cdef Tensor wrap(object array):
 cdef Tensor wrap_like_view(object array, Tensor base):
     """A tensor over array, a view of base's memory: they share the version counter."""
     cdef Tensor t = Tensor.__new__(Tensor)
+    gc_untrack(t)                        # Note [GC tracking]
     t.data = array if type(array) is np.ndarray else np.asarray(array)
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
@@ -554,3 +574,87 @@ def _from_array(array, bint requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# -- copying and pickling: leaves only (a non-leaf's history cannot be copied) -------------------
+
+cdef void refuse_copy(Tensor t, str how) except *:
+    if t._grad_fn is not None:
+        raise RuntimeError(
+            f"can't {how} a tensor that is not a leaf (grad_fn=<{t._grad_fn.name()}>): only "
+            f"tensors created by the user (graph leaves) can be {how.rstrip('e')}ed, since their "
+            f"history can't be copied. {how.capitalize()} t.detach() (and set requires_grad on the "
+            "copy if needed)")
+
+
+def _rebuild_leaf(data, requires_grad, grad):
+    """Unpickle a leaf: its values, requires_grad and .grad (an ndarray or None)."""
+    cdef Tensor t = wrap(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    if grad is not None:
+        t._grad = wrap(grad)
+    return t
+
+
+cdef object leaf_reduce(Tensor t):
+    refuse_copy(t, "pickle")
+    grad = None if t._grad is None else np.array((<Tensor>t._grad).data, copy=True)
+    return (_rebuild_leaf, (np.array(t.data, copy=True), t._requires_grad, grad))
+
+
+cdef Tensor leaf_copy(Tensor t, bint deep, dict memo):
+    """copy.copy: a new leaf over the same memory (no .grad); copy.deepcopy: new memory, .grad
+    copied too. Never the original's gradient accumulator: gradients of the copy are its own."""
+    cdef Tensor out
+    refuse_copy(t, "deepcopy" if deep else "copy")
+    if deep:
+        out = wrap(np.array(t.data, copy=True))
+        if memo is not None:
+            memo[id(t)] = out
+        if t._grad is not None:
+            out._grad = leaf_copy(<Tensor>t._grad, True, memo) if (<Tensor>t._grad)._grad_fn is \
+                None else wrap(np.array((<Tensor>t._grad).data, copy=True))
+    else:
+        out = wrap(t.data)
+        out._storage = t.storage()
+    out._requires_grad = t._requires_grad
+    return out
+
+
+def _tensor_new_refused(cls, *args, **kwargs):
+    raise TypeError(f"{cls.__name__} objects can't be made with {cls.__name__}.__new__; use "
+                    "lucid.tensor(), lucid.from_numpy() or the constructors (lucid.zeros, ...)")
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject_dict "PyTypeObject":
+        PyObject* tp_dict
+    void PyType_Modified(void* type)
+
+
+cdef void refuse_python_new(type cls) except *:
+    """Tensor.__new__(Tensor) from Python would give a tensor without data: make it raise.
+    lucid's own code calls the C-level tp_new directly and is not affected."""
+    (<dict><object>(<PyTypeObject_dict*><PyObject*>cls).tp_dict)["__new__"] = \
+        staticmethod(_tensor_new_refused)
+    PyType_Modified(<void*><PyObject*>cls)
+
+refuse_python_new(Tensor)
+
+
+# -- the ABI guard of native ops ---------------------------------------------------------------
+
+cdef int check_abi(int built_against) except -1:
+    """Raise ImportError unless a native op was built against this lucid's C layout."""
+    if built_against != ABI_VERSION:
+        raise ImportError(
+            f"this extension was built against lucid ABI version {built_against}, but the "
+            f"installed lucid has ABI version {ABI_VERSION}: rebuild the extension against the "
+            "installed lucid (pip install --no-build-isolation --force-reinstall <its folder>)")
+    return 0
+
+
+def _abi_version():
+    """The C layout version of lucid's core (see lucid/_core.pxd)."""
+    return ABI_VERSION

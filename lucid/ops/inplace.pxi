@@ -19,6 +19,12 @@ cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(f"{op}: a leaf tensor that requires grad can't be changed in place "
                            "while grad mode is on; do it under `with lucid.no_grad():`")
+    if self._view_base is not None and self._view_base._grad_fn is None and \
+            self._view_base._requires_grad:
+        raise RuntimeError(f"{op}: this tensor is a view of a leaf that requires grad (taken "
+                           "under no_grad), and changing it in place while grad mode "
+                           "is on would change the leaf behind autograd's back; do it under "
+                           "`with lucid.no_grad():`")
     if not (self.requires_grad_c() or (value is not None and value.requires_grad_c())):
         return False
     if self._view_base is not None:
@@ -122,7 +128,7 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     write_inplace(self, value, op, name)
     self.bump_version_by(name)
     mark_graph_changed(self)
-    attach_output(self, node, 0)
+    attach_inplace_output(self, node)
     return self
 
 
@@ -175,4 +181,4 @@ cdef void setitem(Tensor self, object index, object value) except *:
     self.bump_version_by("setitem")
     if recorded:
         mark_graph_changed(self)
-        attach_output(self, node, 0)
+        attach_inplace_output(self, node)
