@@ -11,7 +11,11 @@ from libc.math cimport exp, expf, log1p, log1pf, fabs, fabsf
 import numpy as np
 
 from lucid._core cimport (Node, Tensor, SavedTensor, save_tensor, wrap, record, attach_output,
-                          grad_enabled, mul, sigmoid)
+                          grad_enabled, mul, sigmoid, check_abi, ABI_VERSION)
+
+# Fail at import, with an ImportError naming both versions, if the installed lucid's C layout is
+# not the one this module was compiled against (rebuild it then).
+check_abi(ABI_VERSION)
 
 ctypedef fused real:
     float
