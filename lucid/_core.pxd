@@ -32,12 +32,12 @@ cdef bint set_grad_enabled_c(bint on) noexcept nogil   # set it; returns the pre
 
 
 # ------------------------------------------------------------------------------------------------
-# Storage: the version counter (and memory owner) shared by every tensor viewing the same memory
+# Storage: the version counter shared by every tensor viewing the same memory
 # ------------------------------------------------------------------------------------------------
 cdef class Storage:
     cdef readonly int64_t version               # bumped by every in-place change of the memory
     cdef readonly int64_t graph_version         # bumped by in-place changes recorded in the graph
-    cdef readonly object base                   # the ndarray that owns the memory
+    cdef readonly object base                   # reserved (None): a storage never holds the memory
     cdef readonly str last_op                   # the lucid op that last changed it in place
 
 
@@ -95,6 +95,8 @@ cdef class SavedTensor:
     cdef object packed                          # what a saved-tensor pack hook returned, or None
     cdef object unpack_hook                     # the unpack hook that turns packed back, or None
     cdef tuple packed_meta                      # (shape, dtype) the unpacked tensor must have
+    cdef Tensor fw_tangent                      # a saved output's tangent (forward mode), or None
+    cdef long fw_level                          # the dual level of fw_tangent
 
     cdef Tensor unpack(self, Node owner)        # check the version, give the tensor back
     cdef void clear(self)                       # drop what it holds

@@ -214,8 +214,9 @@ cdef void mark_needed(list roots, list nodes, uint64_t epoch, dict substitutes):
 
 
 cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint create_graph):
-    """current + g: into current's memory when the engine owns it, else into a new buffer."""
-    if create_graph:
+    """current + g: into current's memory when the engine owns it, else into a new buffer (an
+    op, when the sum must be recorded or carry tangents: Note [Forward mode])."""
+    if create_graph or fw_active():
         return add(current, g)
     if in_place:
         add_into(current.data, g.data)
@@ -243,7 +244,8 @@ cdef inline bint engine_holds_only(object g, Py_ssize_t engine_refs) noexcept:
 
 cdef inline bint may_overwrite(Node node, Tensor g) noexcept:
     """May node's apply write its result into g, its incoming gradient of output 0?"""
-    return (node.buffer_owned & 1) != 0 and not grad_enabled() and is_fast(g.data)
+    return (node.buffer_owned & 1) != 0 and not grad_enabled() and not fw_active() and \
+        is_fast(g.data)
 
 
 cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint owned):
@@ -400,7 +402,7 @@ cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_gr
                 leaf._grad = g
             else:
                 leaf._grad = wrap(np.array(g.data, order="C", copy=True))
-        elif create_graph or (<Tensor>leaf._grad).requires_grad_c():
+        elif create_graph or fw_active() or (<Tensor>leaf._grad).requires_grad_c():
             leaf._grad = add(leaf._grad, g)
         else:
             add_into((<Tensor>leaf._grad).data, g.data)

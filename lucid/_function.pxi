@@ -19,6 +19,8 @@ cdef class FunctionCtx:
     cdef readonly tuple needs_input_grad
     cdef tuple _non_differentiable
     cdef bint materialize_grads
+    cdef tuple _for_forward             # what save_for_forward got (read back inside jvp)
+    cdef bint _in_jvp                   # jvp is running: saved_tensors gives _for_forward
 
     def __cinit__(self):
         self.materialize_grads = True
@@ -33,10 +35,21 @@ cdef class FunctionCtx:
         self._to_save = tensors
         self._saved = None
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors (or None) for jvp, where ctx.saved_tensors gives them back."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_forward takes Tensors or None; argument {i} is "
+                                f"{type(t).__name__} (store other values as ctx attributes)")
+        self._for_forward = tensors
+
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward, checked against in-place changes."""
+        """The tensors given to save_for_backward (inside jvp: to save_for_forward), checked
+        against in-place changes."""
         cdef Node node
+        if self._in_jvp:
+            return self._for_forward if self._for_forward is not None else ()
         if self._released:
             raise RuntimeError(
                 f"saved_tensors of {self.owner_name()} were freed by a backward pass run "
@@ -199,12 +212,14 @@ cdef class FunctionInfo:
     cdef readonly object node_cls
     cdef readonly object forward_fn
     cdef readonly object backward_fn
+    cdef readonly object jvp_fn
 
-    def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn):
+    def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None):
         self.function_cls = function_cls
         self.node_cls = node_cls
         self.forward_fn = forward_fn
         self.backward_fn = backward_fn
+        self.jvp_fn = jvp_fn
 
 
 def function_apply(function_cls, *args):
@@ -262,11 +277,14 @@ cdef object apply_function(FunctionInfo info, tuple args):
     for i in range(n):
         record_call = record_call or needs_grad[i] is True
     ctx.needs_input_grad = needs_grad
+    cdef tuple tangents = input_tangents(args) if fw_active() else None
+    cdef long fw_level = suspend_fw()            # Note [Forward mode]: tangents come from jvp
     cdef bint previous = set_grad_enabled_c(False)
     try:
         outputs = info.forward_fn(ctx, *args)
     finally:
         set_grad_enabled_c(previous)
+        resume_fw(fw_level)
     cdef bint is_tuple = isinstance(outputs, tuple)
     cdef tuple outs = outputs if is_tuple else (outputs,)
     cdef Py_ssize_t n_out = len(outs)
@@ -315,12 +333,65 @@ cdef object apply_function(FunctionInfo info, tuple args):
         PyTuple_SET_ITEM(result, i, o)
         Py_INCREF(entry)
         PyTuple_SET_ITEM(meta, i, entry)
+    if tangents is not None:
+        run_function_jvp(info, ctx, tangents, result, outs, non_diff)
     if node is not None:
         node.output_meta = meta
         convert_saved(ctx, node, result, outs)
     elif ctx._to_save is not None:
         ctx._saved = None
     return result if is_tuple else result[0]
+
+
+cdef tuple input_tangents(tuple args):
+    """Each tensor argument's tangent (None for non-tensors and tensors without one); None
+    when no argument has a tangent."""
+    cdef list out = []
+    cdef bint any_tangent = False
+    cdef Tensor t
+    for a in args:
+        t = tangent_of(<Tensor>a) if isinstance(a, Tensor) else None
+        any_tangent = any_tangent or t is not None
+        out.append(t)
+    return tuple(out) if any_tangent else None
+
+
+cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, tuple result,
+                           tuple outs, tuple non_diff) except *:
+    """jvp(ctx, *tangents) -> one tangent per output, checked and set on the outputs."""
+    cdef str name = info.function_cls.__name__
+    if info.jvp_fn is None:
+        raise RuntimeError(f"Function {name} got an input with a forward-mode tangent (a dual "
+                           "tensor) but does not implement jvp(ctx, *tangents): add a "
+                           "@staticmethod jvp to use it under forward_ad.dual_level()")
+    cdef long fw_level = suspend_fw()
+    ctx._in_jvp = True
+    try:
+        got = info.jvp_fn(ctx, *tangents)
+    except BaseException as e:
+        e.add_note(f"lucid: raised in the jvp of Function {name}")
+        raise
+    finally:
+        ctx._in_jvp = False
+        resume_fw(fw_level)
+    cdef tuple got_t = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+    if len(got_t) != len(result):
+        raise RuntimeError(f"Function {name}.jvp returned {len(got_t)} tangents, expected "
+                           f"{len(result)} (one per output, None for those without one)")
+    cdef Py_ssize_t i
+    for i in range(len(result)):
+        tangent = got_t[i]
+        o = result[i]
+        if tangent is None:
+            continue
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"Function {name}.jvp returned a tangent for output {i}, which "
+                               "is not a tensor; expected None")
+        if is_in(outs[i], non_diff) or not is_float_dtype(descr((<Tensor>o).data)):
+            continue                             # non-differentiable outputs get no tangent
+        set_tangent(<Tensor>o, checked_tangent(<Tensor>o, tangent,
+                                               f"Function {name}.jvp (output {i})"))
+    ctx._for_forward = None
 
 
 cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) except *:

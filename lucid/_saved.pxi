@@ -13,14 +13,15 @@ cdef class SavedTensor:
 
     cdef Tensor unpack(self, Node owner):
         cdef int64_t current
-        if owner.released or (self.tensor is None and self.data is None):
+        cdef bint packed = self.packed_meta is not None
+        if owner.released or (self.tensor is None and self.data is None and not packed):
             raise_freed_graph(owner)
-        if self.is_output:
+        if self.is_output or packed:
             current = self.out_storage.version
         else:
             current = self.tensor.version()
         if current != self.saved_version:
-            storage = self.out_storage if self.is_output else self.tensor._storage
+            storage = self.out_storage if self.is_output or packed else self.tensor._storage
             by = "" if storage is None or storage.last_op is None else \
                 f" (last changed in place by {storage.last_op})"
             raise RuntimeError(
@@ -28,18 +29,26 @@ cdef class SavedTensor:
                 f"in-place operation: it was saved by {owner.name()} at version "
                 f"{self.saved_version} and is now at version {current}{by}. Avoid changing it in "
                 "place (use an out-of-place op or .clone() it before the change)")
+        if packed:
+            return unpack_packed(self, owner)
         if not self.is_output:
             return self.tensor
         cdef Tensor t = wrap(self.data)
         t._storage = self.out_storage
         if self.out_requires_grad and grad_enabled():
             attach_output(t, owner, self.output_nr)
+        if self.fw_tangent is not None and self.fw_level == lucid_fw_level:
+            set_tangent(t, self.fw_tangent)      # Note [Forward mode]: forward-over-reverse
         return t
 
     cdef void clear(self):
         self.tensor = None
         self.data = None
         self.out_storage = None
+        self.fw_tangent = None
+        self.packed = None
+        self.unpack_hook = None
+        self.packed_meta = None
         if self.guarded_array is not None:
             unguard(self.guarded_array)
             self.guarded_array = None
@@ -51,6 +60,8 @@ cdef class SavedTensor:
 
 cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
     """Save t for owner's backward; is_output when t is one of owner's own outputs."""
+    if lucid_saved_hooks_on:
+        return save_packed(t, owner, is_output)       # Note [Saved-tensor hooks]
     cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
     gc_untrack(s)                        # Note [GC tracking]
     s.is_output = is_output
@@ -60,6 +71,9 @@ cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
         s.saved_version = s.out_storage.version
         s.out_requires_grad = t.requires_grad_c()
         s.output_nr = t._output_nr
+        if t._fw_grad is not None:       # ops give an output its tangent before saving it
+            s.fw_tangent = <Tensor>t._fw_grad
+            s.fw_level = t._fw_level
     else:
         s.tensor = t
         s.saved_version = t.version()

@@ -1,7 +1,8 @@
 # Storage: the version counter shared by all tensors that view the same memory.
 
 cdef class Storage:
-    """Version counter and memory owner shared by a tensor and its views."""
+    """The version counter shared by a tensor and its views (it does not hold their memory:
+    a saved tensor packed by a hook keeps the counter, not the bytes)."""
 
     def __init__(self):
         raise TypeError("Storage objects are made by lucid's core, not directly")
@@ -10,9 +11,8 @@ cdef class Storage:
         return f"<lucid.Storage version={self.version}>"
 
 
-cdef Storage new_storage(object base):
+cdef Storage new_storage():
     cdef Storage s = Storage.__new__(Storage)
     gc_untrack(s)                        # Note [GC tracking]: it holds no Python objects of users
     s.version = 0
-    s.base = base
     return s

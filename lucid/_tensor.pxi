@@ -11,7 +11,7 @@ cdef class Tensor:
     # -- storage and version -------------------------------------------------------------------
     cdef Storage storage(self):
         if self._storage is None:
-            self._storage = new_storage(self.data)
+            self._storage = new_storage()
         return self._storage
 
     cdef int64_t version(self) noexcept:

@@ -48,8 +48,9 @@ class Function:
         """Compute once what apply needs: the node class, forward and backward."""
         forward = None if cls.forward is Function.forward else cls.forward
         backward = None if cls.backward is Function.backward else cls.backward
+        jvp = getattr(cls, "jvp", None)
         cls._lucid_info = _core.FunctionInfo(cls, _core.make_backward_class(cls), forward,
-                                             backward)
+                                             backward, jvp)
         return cls._lucid_info
 
     @staticmethod
@@ -61,6 +62,9 @@ class Function:
     def backward(ctx, *grad_outputs):
         """Gradients of the inputs from the gradients of the outputs."""
         raise NotImplementedError("a Function must implement backward(ctx, *grad_outputs)")
+
+    # Optional: @staticmethod jvp(ctx, *tangents) -> one tangent per output (forward mode);
+    # ctx.save_for_forward(*tensors) in forward keeps what it needs (ctx.saved_tensors in jvp).
 
     # Function.apply(*args): run forward and record the call for backward (compiled).
     apply = classmethod(_core.function_apply)

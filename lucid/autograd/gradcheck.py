@@ -70,6 +70,26 @@ def analytic_jacobians(fn, inputs, wanted, create_graph=False):
     return jac
 
 
+def forward_jacobians(fn, inputs, wanted):
+    """J[out][inp] from forward mode: one dual-level pass per input entry (a column each)."""
+    from . import forward_ad as fwAD
+    outputs = _tensor_outputs(fn, inputs)
+    jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in wanted] for o in outputs]
+    for col, i in enumerate(wanted):
+        x = inputs[i]
+        for k in range(x.numel()):
+            seed = np.zeros(x.numel(), dtype=x.dtype)
+            seed[k] = 1
+            with fwAD.dual_level():
+                duals = list(inputs)
+                duals[i] = fwAD.make_dual(x, _core.from_numpy(seed.reshape(x.shape)))
+                outs = _tensor_outputs(fn, duals)
+                for r, o in enumerate(outs):
+                    tangent = fwAD.unpack_dual(o).tangent
+                    if tangent is not None:
+                        jac[r][col][:, k] = tangent.detach().numpy().reshape(-1)
+    return jac
+
 
 def _compare(analytic, numerical, wanted, atol, rtol, what):
     for r, (arows, nrows) in enumerate(zip(analytic, numerical)):
@@ -97,12 +117,19 @@ def _check_inputs(inputs):
     return inputs
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
-    """Check fn's backward against central finite differences for every input and output."""
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              check_forward_ad=False, check_backward_ad=True):
+    """Check fn's backward (and, with check_forward_ad, its forward-mode derivatives) against
+    central finite differences for every input and output."""
     inputs = _check_inputs(inputs)
     outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
-    analytic = analytic_jacobians(fn, inputs, wanted)
-    message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
+    message = None
+    if check_backward_ad:
+        analytic = analytic_jacobians(fn, inputs, wanted)
+        message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
+    if message is None and check_forward_ad:
+        forward = forward_jacobians(fn, inputs, wanted)
+        message = _compare(forward, numerical, wanted, atol, rtol, "forward-mode Jacobian")
     if message is None:
         return True
     if raise_exception:

@@ -1,0 +1,146 @@
+# Forward-mode AD: dual levels, tangents on tensors, and the helpers every op's jvp rule uses.
+#
+# Note [Forward mode]
+#   A tensor's tangent lives in its _fw_grad slot, stamped with the dual level it was made in
+#   (_fw_level). A level is active per thread (lucid_fw_level, a C thread-local holding the
+#   level's id; 0 when none): a tangent whose stamp is not the active level is not there, so
+#   leaving a level drops every tangent made in it at once. Each op, after computing its output,
+#   checks one flag (fw_active) and only then reads its inputs' tangents and runs its jvp rule.
+#   Rules are written with lucid's differentiable ops and run with forward mode suspended (a
+#   tangent has no tangent of its own), but with grad mode as it is, so reverse mode can
+#   differentiate through tangents (reverse-over-forward); backward formulas run with forward
+#   mode on, so gradients of duals carry tangents (forward-over-reverse).
+
+cdef long _fw_level_counter = 0
+
+
+cdef inline bint fw_active() noexcept nogil:
+    """Is a dual level active in this thread (and not suspended for a jvp rule)?"""
+    return lucid_fw_level != 0
+
+
+cdef inline Tensor tangent_of(Tensor t):
+    """t's tangent at the active level, or None."""
+    if t._fw_grad is None or t._fw_level != lucid_fw_level or lucid_fw_level == 0:
+        return None
+    return <Tensor>t._fw_grad
+
+
+cdef inline void set_tangent(Tensor t, Tensor tangent):
+    """Give t a tangent at the active level (None: nothing)."""
+    if tangent is not None:
+        t._fw_grad = tangent
+        t._fw_level = lucid_fw_level
+
+
+cdef inline long suspend_fw() noexcept nogil:
+    """Turn forward mode off while a jvp rule runs; returns the level to resume."""
+    global lucid_fw_level
+    cdef long level = lucid_fw_level
+    lucid_fw_level = 0
+    return level
+
+
+cdef inline void resume_fw(long level) noexcept nogil:
+    global lucid_fw_level
+    lucid_fw_level = level
+
+
+cdef inline Tensor add_tangents(Tensor a, Tensor b):
+    """a + b where either may be None (an absent tangent is zero)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return add(a, b)
+
+
+cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
+    """A tangent for primal: a float tensor of primal's shape, cast to primal's dtype."""
+    if not isinstance(tangent, Tensor):
+        raise TypeError(f"{where}: a tangent must be a Tensor, not {type(tangent).__name__}")
+    cdef Tensor t = <Tensor>tangent
+    if not is_float_dtype(descr(t.data)):
+        raise TypeError(f"{where}: a tangent must be a floating point tensor, not "
+                        f"{dtype_name(t.data.dtype)}")
+    if not shape_is(t.data, primal.data.shape):
+        raise RuntimeError(f"{where}: the tangent has shape {t.data.shape} but the primal has "
+                           f"shape {primal.data.shape}; they must be equal")
+    if descr(t.data) is not descr(primal.data) and t.data.dtype != primal.data.dtype:
+        t = cast(t, descr(primal.data))
+    return t
+
+
+# -- the alias op: make_dual's and unpack_dual's result shares memory and history ---------------
+
+cdef class AliasBackward(Node):
+    """y = alias(x)  ->  gx = g"""
+    cdef tuple apply(self, tuple grads):
+        return (grads[0],)
+
+
+cdef Tensor alias(Tensor a):
+    """A tensor over a's memory with a's history (an identity op), without a's tangent."""
+    cdef Tensor out = wrap_like_view(a.data, a)
+    if grad_enabled() and a.requires_grad_c():
+        attach_output(out, record(AliasBackward.__new__(AliasBackward), a, None), 0)
+    return out
+
+
+# -- the Python entry points (lucid.autograd.forward_ad) ----------------------------------------
+
+def _enter_dual_level():
+    """Start a dual level in this thread; returns its id."""
+    global _fw_level_counter, lucid_fw_level
+    if lucid_fw_level != 0:
+        raise RuntimeError("nested forward-mode levels are not supported: a dual level is "
+                           "already active in this thread (exit it first)")
+    _fw_level_counter += 1
+    lucid_fw_level = _fw_level_counter
+    return lucid_fw_level
+
+
+def _exit_dual_level(level=None):
+    """End this thread's dual level: every tangent made in it is dropped."""
+    global lucid_fw_level
+    if lucid_fw_level == 0:
+        raise RuntimeError("exit_dual_level: no dual level is active in this thread")
+    if level is not None and level != lucid_fw_level:
+        raise RuntimeError(f"exit_dual_level: level {level} is not the active level "
+                           f"({lucid_fw_level})")
+    lucid_fw_level = 0
+
+
+def _current_dual_level():
+    """The active level's id in this thread, or None."""
+    return lucid_fw_level if lucid_fw_level != 0 else None
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A dual tensor: tensor's values and history, with tangent as its forward-mode derivative."""
+    if lucid_fw_level == 0:
+        raise RuntimeError("make_dual needs an active dual level: use it inside "
+                           "`with lucid.autograd.forward_ad.dual_level():`")
+    if level is not None and level != lucid_fw_level:
+        raise RuntimeError(f"make_dual: level {level} is not the active level ({lucid_fw_level})")
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"make_dual: the primal must be a Tensor, not {type(tensor).__name__}")
+    cdef Tensor primal = <Tensor>tensor
+    if not is_float_dtype(descr(primal.data)):
+        raise TypeError(f"make_dual: the primal must be a floating point tensor, not "
+                        f"{dtype_name(primal.data.dtype)}")
+    cdef Tensor t = checked_tangent(primal, tangent, "make_dual")
+    cdef Tensor out = alias(primal)
+    set_tangent(out, t)
+    return out
+
+
+def _unpack_dual(tensor):
+    """(primal, tangent): a view of tensor without its tangent, and the tangent (or None)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"unpack_dual expects a Tensor, not {type(tensor).__name__}")
+    cdef Tensor t = <Tensor>tensor
+    cdef Tensor tangent = tangent_of(t)
+    if tangent is None:
+        return t, None
+    return alias(t), tangent

@@ -1,0 +1,133 @@
+# Saved-tensor hooks: what a node saves goes through the user's pack hook, and comes back through
+# the unpack hook when backward needs it.
+#
+# Note [Saved-tensor hooks]
+#   While `saved_tensors_hooks(pack, unpack)` is active in a thread (lucid_saved_hooks_on, a C
+#   thread-local; the pairs themselves live in a per-thread stack), save_tensor keeps
+#   pack(alias) instead of the tensor: alias shares the saved memory and version counter but
+#   has no history, so an identity hook forms no cycle. Only the version counter and, for a
+#   saved input, its place in the graph (producer node and slot, or its leaf's accumulator)
+#   are kept beside it, so the memory itself is the hook's to keep or drop. Unpacking checks
+#   the version, calls unpack(packed), checks the result (a Tensor of the saved shape and
+#   dtype) and gives it the saved tensor's history back, so create_graph records through it.
+
+from cpython.pythread cimport PyThread_get_thread_ident as _thread_ident
+
+cdef dict saved_hooks_stacks = {}       # thread ident -> [(pack, unpack), ...], innermost last
+cdef dict saved_hooks_disabled = {}     # thread ident -> [message, ...] of disable blocks
+
+
+def _push_saved_tensors_hooks(pack_hook, unpack_hook):
+    """Make (pack_hook, unpack_hook) the innermost pair of this thread."""
+    global lucid_saved_hooks_on
+    if not callable(pack_hook) or not callable(unpack_hook):
+        raise TypeError("saved_tensors_hooks takes two callables: pack_hook(tensor) -> object "
+                        "and unpack_hook(object) -> Tensor")
+    ident = _thread_ident()
+    cdef list disabled = saved_hooks_disabled.get(ident)
+    if disabled:
+        raise RuntimeError(disabled[len(disabled) - 1])     # (no wraparound in this build)
+    saved_hooks_stacks.setdefault(ident, []).append((pack_hook, unpack_hook))
+    lucid_saved_hooks_on = 1
+
+
+def _pop_saved_tensors_hooks():
+    global lucid_saved_hooks_on
+    ident = _thread_ident()
+    stack = saved_hooks_stacks.get(ident)
+    if not stack:
+        raise RuntimeError("saved_tensors_hooks: no hooks to pop in this thread")
+    stack.pop()
+    if not stack:
+        del saved_hooks_stacks[ident]
+        lucid_saved_hooks_on = 0
+
+
+def _push_saved_hooks_disabled(str message):
+    """Entering saved_tensors_hooks raises RuntimeError(message) until the matching pop."""
+    saved_hooks_disabled.setdefault(_thread_ident(), []).append(message)
+
+
+def _pop_saved_hooks_disabled():
+    ident = _thread_ident()
+    stack = saved_hooks_disabled.get(ident)
+    if stack:
+        stack.pop()
+        if not stack:
+            del saved_hooks_disabled[ident]
+
+
+cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
+    """Note [Saved-tensor hooks]: save pack(alias of t), its version counter and its history."""
+    cdef list stack = saved_hooks_stacks[_thread_ident()]
+    pack_hook, unpack_hook = stack[len(stack) - 1]
+    cdef Tensor alias = wrap(t.data)
+    alias._storage = t.storage()
+    cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
+    s.is_output = is_output
+    s.out_storage = alias._storage
+    s.saved_version = s.out_storage.version
+    cdef object history = None
+    if is_output:
+        s.out_requires_grad = t.requires_grad_c()
+        s.output_nr = t._output_nr
+    elif t.requires_grad_c():
+        history = gradient_node(t)       # the producer, or the leaf's accumulator
+        s.output_nr = t._output_nr
+    lucid_saved_hooks_guard_off()
+    try:
+        packed = pack_hook(alias)
+    except BaseException as e:
+        e.add_note(f"lucid: raised in a saved-tensor pack hook (saving for {owner.name()})")
+        raise
+    finally:
+        lucid_saved_hooks_guard_on()
+    s.packed = packed
+    s.unpack_hook = unpack_hook
+    s.packed_meta = (t.data.shape, t.data.dtype, history)
+    return s                             # tracked by the GC: packed may be anything
+
+
+cdef inline void lucid_saved_hooks_guard_off() noexcept:
+    """Hooks do not apply to what the hooks themselves save (a pack hook may run ops)."""
+    global lucid_saved_hooks_on
+    lucid_saved_hooks_on = 0
+
+
+cdef inline void lucid_saved_hooks_guard_on() noexcept:
+    global lucid_saved_hooks_on
+    lucid_saved_hooks_on = 1
+
+
+cdef Tensor unpack_packed(SavedTensor s, Node owner):
+    """Note [Saved-tensor hooks]: unpack(packed), checked, with the saved tensor's history."""
+    cdef tuple meta = s.packed_meta
+    try:
+        got = s.unpack_hook(s.packed)
+    except BaseException as e:
+        e.add_note(f"lucid: raised in a saved-tensor unpack hook (unpacking for "
+                   f"{describe(owner)})")
+        raise
+    if not isinstance(got, Tensor):
+        raise RuntimeError(f"a saved-tensor unpack hook returned {type(got).__name__} for "
+                           f"{describe(owner)}; it must return a Tensor")
+    cdef Tensor g = <Tensor>got
+    if g.data.shape != meta[0] or g.data.dtype != meta[1]:
+        raise RuntimeError(f"a saved-tensor unpack hook returned a tensor of shape "
+                           f"{g.data.shape} and dtype {dtype_name(g.data.dtype)} for "
+                           f"{describe(owner)}; the saved tensor had shape {meta[0]} and "
+                           f"dtype {dtype_name(meta[1])}")
+    cdef Tensor t = wrap(g.data)
+    t._storage = g._storage
+    cdef Node history
+    if s.is_output:
+        if s.out_requires_grad and grad_enabled():
+            attach_output(t, owner, s.output_nr)
+    elif meta[2] is not None:
+        history = <Node>meta[2]
+        if type(history) is AccumulateGrad:
+            t._requires_grad = True
+            t._grad_accumulator = PyWeakref_NewRef(history, None)
+        else:
+            attach_output(t, history, s.output_nr)
+    return t
