@@ -20,6 +20,7 @@ cdef class FunctionCtx:
     cdef tuple _non_differentiable
     cdef bint materialize_grads
     cdef tuple _for_forward             # what save_for_forward got (read back inside jvp)
+    cdef tuple _dirty                   # inputs forward changed in place (mark_dirty)
     cdef bint _in_jvp                   # jvp is running: saved_tensors gives _for_forward
 
     def __cinit__(self):
@@ -59,6 +60,15 @@ cdef class FunctionCtx:
             return self._to_save if self._to_save is not None else ()
         node = <Node>self._node
         return tuple(None if s is None else (<SavedTensor>s).unpack(node) for s in self._saved)
+
+    def mark_dirty(self, *tensors):
+        """These inputs were changed in place by forward and are returned as outputs: they
+        come back as the same objects, with a bumped version and this call as their history."""
+        for i, t in enumerate(tensors):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"mark_dirty takes the input Tensors forward changed in place; "
+                                f"argument {i} is {type(t).__name__}")
+        self._dirty = tensors
 
     def mark_non_differentiable(self, *outputs):
         """These outputs get no grad_fn; their gradient in backward is zeros (or None)."""
@@ -213,13 +223,16 @@ cdef class FunctionInfo:
     cdef readonly object forward_fn
     cdef readonly object backward_fn
     cdef readonly object jvp_fn
+    cdef readonly object setup_context_fn      # None: forward(ctx, *args) style
 
-    def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None):
+    def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None,
+                  setup_context_fn=None):
         self.function_cls = function_cls
         self.node_cls = node_cls
         self.forward_fn = forward_fn
         self.backward_fn = backward_fn
         self.jvp_fn = jvp_fn
+        self.setup_context_fn = setup_context_fn
 
 
 def function_apply(function_cls, *args):
@@ -281,7 +294,11 @@ cdef object apply_function(FunctionInfo info, tuple args):
     cdef long fw_level = suspend_fw()            # Note [Forward mode]: tangents come from jvp
     cdef bint previous = set_grad_enabled_c(False)
     try:
-        outputs = info.forward_fn(ctx, *args)
+        if info.setup_context_fn is None:
+            outputs = info.forward_fn(ctx, *args)
+        else:                                    # forward(*args) + setup_context(ctx, ...)
+            outputs = info.forward_fn(*args)
+            info.setup_context_fn(ctx, args, outputs)
     finally:
         set_grad_enabled_c(previous)
         resume_fw(fw_level)
@@ -319,7 +336,9 @@ cdef object apply_function(FunctionInfo info, tuple args):
         entry = None
         if isinstance(o, Tensor):
             t = <Tensor>o
-            if is_in(t, args) or t.requires_grad_c():
+            if ctx._dirty is not None and is_in(t, ctx._dirty):
+                check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
+            elif is_in(t, args) or t.requires_grad_c():
                 # an input (or a tensor with a history of its own) returned: a new tensor over
                 # its memory, so the input keeps its history and leaf status
                 t = wrap_like_view(t.data, t)
@@ -327,12 +346,21 @@ cdef object apply_function(FunctionInfo info, tuple args):
             if node is not None:
                 entry = tensor_meta(t)
                 if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
-                    attach_output(t, node, i)
+                    if ctx._dirty is not None and is_in(t, ctx._dirty):
+                        mark_graph_changed(t)
+                        attach_inplace_output(t, node)
+                        t._output_nr = i
+                    else:
+                        attach_output(t, node, i)
                     gc_track(t)
         Py_INCREF(o)
         PyTuple_SET_ITEM(result, i, o)
         Py_INCREF(entry)
         PyTuple_SET_ITEM(meta, i, entry)
+    if ctx._dirty is not None:
+        check_dirty_returned(info, ctx._dirty, outs)
+        ctx._dirty = None                        # it holds outputs: no cycle through the ctx
+    ctx._non_differentiable = None
     if tangents is not None:
         run_function_jvp(info, ctx, tangents, result, outs, non_diff)
     if node is not None:
@@ -341,6 +369,29 @@ cdef object apply_function(FunctionInfo info, tuple args):
     elif ctx._to_save is not None:
         ctx._saved = None
     return result if is_tuple else result[0]
+
+
+cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
+    """A tensor forward changed in place (mark_dirty): bump its version; refuse what can't
+    carry the new history (a leaf that requires grad, a view in the graph)."""
+    t.bump_version_by(info.function_cls.__name__)
+    if not recorded:
+        return
+    if t._grad_fn is None and t._requires_grad:
+        raise RuntimeError(f"Function {info.function_cls.__name__} changed a leaf tensor that "
+                           "requires grad in place (mark_dirty); leaves can't be changed in place "
+                           "while grad mode is on: clone() it first, or run under no_grad")
+    if t._view_base is not None and t.requires_grad_c():
+        raise RuntimeError(f"Function {info.function_cls.__name__} changed a view that takes "
+                           "part in the graph in place (mark_dirty); clone() the view first")
+
+
+cdef void check_dirty_returned(FunctionInfo info, tuple dirty, tuple outs) except *:
+    for t in dirty:
+        if not is_in(t, outs):
+            raise RuntimeError(f"Function {info.function_cls.__name__} marked a tensor dirty "
+                               "(mark_dirty) but did not return it: an input changed in place "
+                               "must be returned by forward")
 
 
 cdef tuple input_tangents(tuple args):

@@ -49,14 +49,21 @@ class Function:
         forward = None if cls.forward is Function.forward else cls.forward
         backward = None if cls.backward is Function.backward else cls.backward
         jvp = getattr(cls, "jvp", None)
+        setup = None if cls.setup_context is Function.setup_context else cls.setup_context
         cls._lucid_info = _core.FunctionInfo(cls, _core.make_backward_class(cls), forward,
-                                             backward, jvp)
+                                             backward, jvp, setup)
         return cls._lucid_info
 
     @staticmethod
     def forward(ctx, *args):
         """Compute the outputs from args (grad mode is off here)."""
         raise NotImplementedError("a Function must implement forward(ctx, *args)")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Optional: with it, forward(*args) takes no ctx and this fills ctx afterwards from
+        the inputs tuple and forward's output (the style torch.func needs)."""
+        raise NotImplementedError
 
     @staticmethod
     def backward(ctx, *grad_outputs):
