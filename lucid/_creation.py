@@ -19,6 +19,22 @@ def _dtype(dtype, default):
     return default if dtype is None else _core.as_dtype(dtype)
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _check_fits_int64(array):
+    """Unsigned values past int64's range would wrap around: refuse them."""
+    if array.dtype.kind == "u" and array.size and array.max() > _INT64_MAX:
+        raise ValueError(f"tensor(): the value {array.max()} does not fit in lucid.int64 (the "
+                         f"largest is {_INT64_MAX}) and lucid has no unsigned dtype; convert to "
+                         "float64 first if an approximate value will do")
+
+
+def _native(array):
+    """array in the machine's byte order (same dtype, values unchanged)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
 def _values_dtype(array):
     """The dtype lucid gives values read from Python data: floats -> float32."""
     kind = array.dtype.kind
@@ -36,8 +52,9 @@ def tensor(data, dtype=None, requires_grad=False):
     if isinstance(data, _core.Tensor):
         array = np.array(data.detach().numpy(), copy=True)
     elif isinstance(data, np.ndarray):
-        array = np.array(data, copy=True)
+        array = np.array(_native(data), copy=True)
         if array.dtype not in _core.SUPPORTED_DTYPES and dtype is None:
+            _check_fits_int64(array)
             array = array.astype(_values_dtype(array))
     else:
         try:
@@ -48,8 +65,11 @@ def tensor(data, dtype=None, requires_grad=False):
         if array.dtype == object:
             raise TypeError(f"tensor(): can't make a tensor from {type(data).__name__} values")
         if dtype is None:
+            _check_fits_int64(array)
             array = array.astype(_values_dtype(array), copy=False)
     if dtype is not None:
+        if _core.as_dtype(dtype).kind == "i":
+            _check_fits_int64(array)
         array = array.astype(_core.as_dtype(dtype), copy=False)
     return _core._from_array(np.ascontiguousarray(array) if array.ndim else array, requires_grad)
 
@@ -107,6 +127,11 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     """Values from start to end (exclusive) by step; int64 for ints, float32 for floats."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        if not np.isfinite(value):
+            raise RuntimeError(f"arange: {name} must be a finite number, got {value}")
     values = np.arange(start, end, step)
     dt = _dtype(dtype, _values_dtype(values))
     return _core._from_array(values.astype(dt, copy=False), requires_grad)

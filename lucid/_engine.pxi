@@ -276,10 +276,15 @@ cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint o
             node.buffer_owned |= bit
 
 
-cdef Tensor checked_hook_result(object result, Tensor g, str where):
+cdef Tensor checked_hook_result(object result, Tensor g, str where, object hook):
     if not isinstance(result, Tensor):
         raise TypeError(f"a hook on {where} returned {type(result).__name__}; a hook returns a "
                         "Tensor or None")
+    if not is_float_dtype(descr((<Tensor>result).data)):
+        raise RuntimeError(f"the hook {getattr(hook, '__qualname__', repr(hook))!r} on {where} "
+                           f"returned a {dtype_name((<Tensor>result).data.dtype)} gradient for a "
+                           f"{dtype_name(g.data.dtype)} one; a hook must return a floating-point "
+                           "gradient (it is not converted)")
     if (<Tensor>result).data.shape != g.data.shape:
         raise RuntimeError(f"a hook on {where} returned a gradient of shape "
                            f"{(<Tensor>result).data.shape}, expected {g.data.shape}")
@@ -305,7 +310,7 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
                 counters.python_reentries += 1
                 counters.python_ns += now_ns() - start
         if result is not None:
-            g = checked_hook_result(result, g, where)
+            g = checked_hook_result(result, g, where, fn)
     return g
 
 

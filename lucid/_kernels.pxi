@@ -52,9 +52,18 @@ cdef object binary_kernel(object ufunc, Tensor a, Tensor b, cnp.dtype dt, str op
     try:
         return as_array(ufunc(a.data, b.data, dtype=dt))
     except ValueError:
-        if not same_shape(a.data, b.data):
+        if not broadcastable(a.data, b.data):
             raise shape_error(op, a, b) from None
         raise
+
+
+cdef bint broadcastable(object x, object y):
+    """Do x's and y's shapes broadcast together?"""
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return False
+    return True
 
 
 cdef object unary_kernel(object ufunc, Tensor a):

@@ -255,6 +255,20 @@ cdef class Tensor:
     def __repr__(self):
         return tensor_repr(self)
 
+    def __format__(self, spec):
+        """A 0-d tensor formats like its number (f"{t:.2f}"); others only with an empty spec."""
+        if ndim_of(self.data) == 0:
+            return format(self.data.item(), spec)
+        if not spec:
+            return tensor_repr(self)
+        raise TypeError(f"unsupported format string {spec!r} for a tensor of shape "
+                        f"{self.data.shape}: only 0-d tensors format like numbers; format "
+                        "t.item() or the values of t.tolist()")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs on tensors run as lucid ops and give tensors (see array_ufunc)."""
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
         return add(self, other)
@@ -546,6 +560,8 @@ def tensor_repr(Tensor t):
     else:
         body = np.array2string(arr, **opts)
     extras = []
+    if arr.size == 0 and ndim_of(arr) != 1:
+        extras.append(f"size={arr.shape}")          # "[]" alone would hide the shape
     default = {"f": float32, "i": int64, "b": bool_}.get(arr.dtype.kind)
     if arr.dtype != default:
         extras.append(f"dtype={dtype_name(arr.dtype)}")

@@ -17,7 +17,12 @@ def _as_tuple(x):
 
 def _tensor_outputs(fn, inputs):
     outputs = _as_tuple(fn(*inputs))
-    return [o for o in outputs if isinstance(o, _core.Tensor)]
+    tensors = [o for o in outputs if isinstance(o, _core.Tensor)]
+    if not tensors:
+        got = ", ".join(type(o).__name__ for o in outputs) or "an empty tuple"
+        raise ValueError(f"gradcheck: fn returned no tensor ({got}), so there is nothing to "
+                         "check; fn must return a Tensor or a tuple holding tensors")
+    return tensors
 
 
 def _differentiable(inputs):

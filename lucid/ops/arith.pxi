@@ -54,13 +54,18 @@ cdef class DivBackward(BinaryBackward):
 
 
 cdef class PowBackward(BinaryBackward):
-    """z = x ** y  ->  gx = g*y*x**(y-1), gy = g*x**y*log(x)"""
+    """z = x ** y  ->  gx = g*y*x**(y-1) (0 where y == 0), gy = g*x**y*log(x) (0 where x == 0
+    and y >= 0): x**0 is constant and 0**y flat for y >= 0, as in PyTorch"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
         x = self.a.unpack(self)
         y = self.b.unpack(self)
-        gx = mul(g, mul(y, pow(x, sub(y, 1)))) if needs(self, 0) else None
-        gy = mul(g, mul(pow(x, y), log(x))) if needs(self, 1) else None
+        gx = gy = None
+        if needs(self, 0):
+            gx = select_grad(mul(g, mul(y, pow(x, sub(y, 1)))), y.data != 0)
+        if needs(self, 1):
+            gy = select_grad(mul(g, mul(pow(x, y), log(x))),
+                             np.logical_not((x.data == 0) & (y.data >= 0)))
         return self.reduced(gx, gy)
 
 
@@ -120,16 +125,22 @@ cdef class RDivScalarBackward(ScalarBackward):
 
 
 cdef class PowScalarBackward(ScalarBackward):
-    """z = x ** p  ->  gx = g*p*x**(p-1)"""
+    """z = x ** p  ->  gx = g*p*x**(p-1)  (0 when p == 0: x**0 is constant)"""
     cdef tuple apply(self, tuple grads):
+        if self.scalar == 0:
+            return (zero_grad_like(grads[0]),)
         x = self.saved_x.unpack(self)
         return (mul(grads[0], mul(pow(x, self.scalar - 1), self.scalar)),)
 
 
 cdef class RPowScalarBackward(ScalarBackward):
-    """z = s ** x  ->  gx = g*z*log(s)"""
+    """z = s ** x  ->  gx = g*z*log(s)  (for s == 0: 0 where x >= 0, i.e. where z is finite)"""
     cdef tuple apply(self, tuple grads):
-        return (mul(grads[0], mul(self.saved_x.unpack(self), self.scalar)),)
+        z = self.saved_x.unpack(self)
+        gx = mul(grads[0], mul(z, self.scalar))
+        if self.scalar == -np.inf:                           # s == 0
+            return (select_grad(gx, np.logical_not(np.isfinite(z.data))),)
+        return (gx,)
 
 
 cdef enum BinaryOp:
@@ -262,6 +273,10 @@ cdef Tensor binary_op(int op, object x, object y):
         dt = float32
     elif op == OP_SUB and dt.kind == b'b':
         raise TypeError("sub: subtracting bool tensors is not supported; use logical ops")
+    elif op == OP_POW and not is_float_dtype(dt) and b.data.dtype.kind != "b" and \
+            np.any(b.data < 0):
+        raise RuntimeError("pow: integers to negative integer powers are not allowed (the "
+                           "result is not an integer); use a float base, e.g. x.float() ** y")
     return record_binary(op, wrap(binary_kernel(BINARY_UFUNCS[op], a, b, dt, name)), a, b)
 
 

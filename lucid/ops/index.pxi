@@ -9,7 +9,9 @@ cdef object index_key(object index):
             raise IndexError("tensors used as indices must be integer or bool tensors")
         return (<Tensor>index).data
     if isinstance(index, list):
-        return np.asarray(index)
+        key = np.asarray(index)
+        # an empty list selects nothing: NumPy reads it as float, which can't index
+        return key.astype(np.intp) if key.size == 0 and key.dtype.kind == "f" else key
     return index
 
 

@@ -33,17 +33,61 @@ cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
     return True
 
 
-cdef object write_error(str op, Tensor self, Tensor value, object error):
-    if isinstance(error, TypeError):
-        return RuntimeError(f"{op}: can't write {dtype_name(value.data.dtype)} values into a "
-                            f"{dtype_name(self.data.dtype)} tensor in place")
+cdef object memory_owner(object arr):
+    """The ndarray at the root of arr's chain of views (the one holding or wrapping the memory)."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+cdef object readonly_error(str op, Tensor self):
+    """Why self's memory can't be written, and what to do (None when it can be)."""
+    if self.data.flags.writeable:
+        return None
     if is_guarded(self.data):
         return RuntimeError(f"{op}: this tensor is saved for backward and the saved-tensor guard "
                             "is on (lucid.autograd.set_saved_tensor_guard); clone() it, or write "
                             "after backward")
-    if not self.data.flags.writeable:
-        return RuntimeError(f"{op}: this tensor is a read-only view (from expand); clone() it "
-                            "before writing")
+    if not memory_owner(self.data).flags.writeable:
+        return RuntimeError(f"{op}: this tensor's memory is read-only (it comes from a read-only "
+                            "NumPy array, e.g. np.frombuffer or an array with writeable=False); "
+                            "copy it first: lucid.tensor(array) or t.clone()")
+    return RuntimeError(f"{op}: this tensor is a read-only view (from expand); clone() it "
+                        "before writing")
+
+
+cdef str OP_SYMBOLS = "+-*/"
+
+
+cdef void check_writable(Tensor self, Tensor value, int op, str name) except *:
+    """Raise, before anything is written or recorded, when name can't write into self."""
+    cdef object error = readonly_error(name, self)
+    if error is not None:
+        raise error
+    if op == INPLACE_COPY:
+        return                                  # copy_ converts like NumPy's unsafe casting
+    cdef cnp.dtype own = descr(self.data)
+    cdef cnp.dtype result = result_dtype(self, value)
+    if op == INPLACE_SUB and result.kind == b'b':
+        raise TypeError(f"{name}: subtracting bool tensors is not supported; use logical ops")
+    if op == INPLACE_DIV and not is_float_dtype(result):
+        raise RuntimeError(f"{name}: true division gives floating-point results, which can't be "
+                           f"written into a {dtype_name(own)} tensor in place; use x = x / v for "
+                           "a new float tensor, or convert first with x = x.float()")
+    if dtype_category(result) > dtype_category(own):
+        raise RuntimeError(f"{name}: the result has dtype {dtype_name(result)} ({dtype_name(own)} "
+                           f"{OP_SYMBOLS[op]} {dtype_name(value.data.dtype)}), which can't be "
+                           f"written into a {dtype_name(own)} tensor in place; use x = x "
+                           f"{OP_SYMBOLS[op]} v for a new tensor, or convert x first")
+
+
+cdef object write_error(str op, Tensor self, Tensor value, object error):
+    if isinstance(error, TypeError):
+        return RuntimeError(f"{op}: can't write {dtype_name(value.data.dtype)} values into a "
+                            f"{dtype_name(self.data.dtype)} tensor in place")
+    cdef object readonly = readonly_error(op, self)
+    if readonly is not None:
+        return readonly
     return RuntimeError(f"{op}: a value of shape {value.data.shape} can't be written into a "
                         f"tensor of shape {self.data.shape}")
 
@@ -86,13 +130,13 @@ cdef Tensor history_snapshot(Tensor self):
 
 
 cdef class CopyBackward(Node):
-    """x.copy_(v)  ->  gx_old = 0*g, gv = g (reduced to v's shape and dtype)"""
+    """x.copy_(v)  ->  gx_old = 0, gv = g (reduced to v's shape and dtype)"""
     cdef object v_shape
     cdef cnp.dtype v_dtype
 
     cdef tuple apply(self, tuple grads):
         g = grads[0]
-        return (mul(g, 0.0) if needs(self, 0) else None,
+        return (zero_grad_like(g) if needs(self, 0) else None,
                 reduce_grad(g, self.v_shape, self.v_dtype) if needs(self, 1) else None)
 
 
@@ -100,7 +144,9 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if name is None:
         name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
-    if not check_inplace(self, value, name):
+    cdef bint recorded = check_inplace(self, value, name)
+    check_writable(self, value, op, name)
+    if not recorded:
         write_inplace(self, value, op, name)
         self.bump_version_by(name)
         return self
@@ -133,7 +179,7 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
 
 
 cdef class IndexPutBackward(Node):
-    """x[idx] = v  ->  gx_old = g with zeros at idx, gv = g[idx] (reduced to v's shape)"""
+    """x[idx] = v  ->  gx_old = g with exact zeros at idx, gv = g[idx] (reduced to v's shape)"""
     cdef object key
     cdef object v_shape
     cdef cnp.dtype v_dtype
@@ -142,9 +188,9 @@ cdef class IndexPutBackward(Node):
         cdef Tensor g = grads[0]
         gx = gv = None
         if needs(self, 0):
-            keep = np.ones(g.data.shape, dtype=g.data.dtype)
-            keep[self.key] = 0
-            gx = mul(g, wrap(keep))
+            keep = np.ones(g.data.shape, dtype=bool_)
+            keep[self.key] = False
+            gx = select_grad(g, keep)
         if needs(self, 1):
             picked = getitem(g, self.key)
             gv = reduce_grad(picked, None if self.v_shape == picked.data.shape else self.v_shape,
@@ -156,6 +202,9 @@ cdef void setitem(Tensor self, object index, object value) except *:
     """self[index] = value."""
     cdef Tensor v = operand(value, "setitem")
     cdef bint recorded = check_inplace(self, v, "setitem")
+    cdef object readonly = readonly_error("setitem", self)
+    if readonly is not None:
+        raise readonly
     cdef object key = index_key(index)
     cdef IndexPutBackward node
     if recorded and shares_storage(v, self):

@@ -48,7 +48,7 @@ cdef Tensor expand_reduced(Tensor g, tuple in_shape, tuple dims, bint keepdim):
         for d in dims:
             kept[d] = 1
         g = reshape(g, tuple(kept))
-    return expand(g, in_shape)
+    return expand_to(g, in_shape)
 
 
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
@@ -62,6 +62,8 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>a.data)
     if dim is None and is_fast(a.data) and n > 0 and ndim_of(a.data) <= 32:
         arr = fast_sum_all(a.data, keepdim, 1.0 / n if is_mean else 1.0)
+    elif is_mean and n == 0:                 # the mean of nothing is NaN, without NumPy's warning
+        arr = np.full(np.sum(a.data, axis=dims, keepdims=keepdim).shape, np.nan, dtype=dt)
     elif is_mean:
         arr = np.mean(a.data, axis=dims, keepdims=keepdim)
     else:
@@ -98,7 +100,10 @@ def mean(input, dim=None, keepdim=False):
 
 
 cdef class AmaxBackward(Node):
-    """y = amax(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)"""
+    """y = amax(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)
+
+    A NaN extreme is matched by the NaNs that made it; unpicked places get exactly 0 (Note
+    [Mask by selection])."""
     cdef object weight            # ndarray of x's shape: 1/count where x is extreme, else 0
     cdef tuple in_shape
     cdef tuple dims
@@ -110,8 +115,8 @@ cdef class AmaxBackward(Node):
     cdef tuple apply(self, tuple grads):
         if self.weight is None:
             raise_freed_graph(self)
-        return (mul(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),
-                    wrap(self.weight)),)
+        return (select_grad(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),
+                            self.weight),)
 
 
 cdef class AminBackward(AmaxBackward):
@@ -121,8 +126,13 @@ cdef class AminBackward(AmaxBackward):
 cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     cdef str name = "amax" if is_max else "amin"
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
-    if a.data.size == 0:
-        raise RuntimeError(f"{name}: the tensor of shape {a.data.shape} has no elements")
+    if dim is None and a.data.size == 0:
+        raise RuntimeError(f"{name}: the tensor of shape {a.data.shape} has no elements; "
+                           "pass dim= to reduce over a dim of non-zero size")
+    for d in dims:
+        if a.data.shape[d] == 0:
+            raise IndexError(f"{name}: dim {d} of the tensor of shape {a.data.shape} has size 0, "
+                             "so it has no extreme value; reduce over a dim of non-zero size")
     cdef object kept = (np.max if is_max else np.min)(a.data, axis=dims, keepdims=True)
     cdef Tensor out = wrap(as_array(kept if keepdim else kept.reshape(
         tuple(s for i, s in enumerate(a.data.shape) if i not in dims))))
@@ -130,7 +140,10 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     if grad_enabled() and a.requires_grad_c():
         node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
         record(node, a, None)
-        hit = as_array(a.data == kept).astype(a.data.dtype)
+        hit = as_array(a.data == kept)
+        if is_float_dtype(descr(a.data)):
+            hit |= np.isnan(a.data) & np.isnan(kept)
+        hit = hit.astype(a.data.dtype)
         node.weight = as_array(hit / np.sum(hit, axis=dims, keepdims=True))
         node.in_shape = a.data.shape
         node.dims = dims

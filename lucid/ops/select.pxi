@@ -1,8 +1,59 @@
-# Elementwise selection: maximum, minimum (ties split the gradient) and where.
+# Elementwise selection: maximum, minimum (ties split the gradient) and where, and the one
+# differentiable helper every backward uses to mask a gradient (select_grad).
+#
+# Note [Mask by selection]: a backward that keeps part of a gradient must select, not multiply
+# by a 0/1 mask: inf * 0 is NaN, so an inf or NaN gradient would leak into places the forward
+# never picked. select_grad writes exactly 0 there (as PyTorch does) and is itself an op, so
+# create_graph records it and double backward sees the same selection.
+
+cdef class SelectGradBackward(Node):
+    """z = select_grad(g, w)  ->  gg = select_grad(gz, w)  (w constant; summed back to g's shape)"""
+    cdef object weight
+    cdef tuple g_shape            # g's shape when w broadcast it, else None
+
+    cdef void release_saved(self):
+        self.weight = None
+
+    cdef tuple apply(self, tuple grads):
+        if self.weight is None:
+            raise_freed_graph(self)
+        cdef Tensor gg = select_grad(grads[0], self.weight)
+        return (gg if self.g_shape is None else sum_to(gg, self.g_shape),)
+
+
+cpdef Tensor select_grad(Tensor g, object weight):
+    """g*w where w != 0, exactly 0 elsewhere (w: a bool mask or per-element shares, broadcast)."""
+    cdef object w = as_array(weight)
+    cdef object arr
+    # one vectorised multiply; only an inf or NaN in g can leave a NaN where w == 0, and those
+    # places are then zeroed (a branchy select over every element costs 10-40x more)
+    with np.errstate(invalid="ignore"):
+        arr = as_array(np.multiply(g.data, w, dtype=g.data.dtype))
+    if np.isnan(arr).any():
+        np.copyto(arr, 0, where=(w == 0))
+    cdef Tensor out = wrap(arr)
+    cdef SelectGradBackward node
+    if grad_enabled() and g.requires_grad_c():
+        node = SelectGradBackward.__new__(SelectGradBackward)
+        record(node, g, None)
+        node.weight = w
+        node.g_shape = None if same_shape(g.data, arr) else g.data.shape
+        attach_output(out, node, 0)
+    return out
+
+
+cdef object NOTHING_SELECTED = np.array(False)
+
+
+cdef Tensor zero_grad_like(Tensor g):
+    """Zeros of g's shape, recorded as a selection of nothing from g (connected under create_graph)."""
+    return select_grad(g, NOTHING_SELECTED)
+
 
 cdef class SelectBackward(Node):
-    """z = select(x, y) elementwise  ->  gx = g*wx, gy = g*(1 - wx)  (wx: x's share, constant)"""
-    cdef object weight_x          # ndarray: 1 where x was picked, 0.5 on ties, 0 where y was
+    """z = select(x, y) elementwise  ->  gx = select_grad(g, wx), gy = select_grad(g, wy)"""
+    cdef object weight_x          # ndarray: x's share of g (1 picked, 0.5 tie, 0 not picked)
+    cdef object weight_y          # ndarray: y's share of g
     cdef object a_shape
     cdef object b_shape
     cdef cnp.dtype a_dtype
@@ -10,6 +61,7 @@ cdef class SelectBackward(Node):
 
     cdef void release_saved(self):
         self.weight_x = None
+        self.weight_y = None
 
     cdef tuple apply(self, tuple grads):
         if self.weight_x is None:
@@ -17,35 +69,46 @@ cdef class SelectBackward(Node):
         g = grads[0]
         gx = gy = None
         if needs(self, 0):
-            gx = reduce_grad(mul(g, wrap(self.weight_x)), self.a_shape, self.a_dtype)
+            gx = reduce_grad(select_grad(g, self.weight_x), self.a_shape, self.a_dtype)
         if needs(self, 1):
-            gy = reduce_grad(mul(g, wrap(as_array(1 - self.weight_x))), self.b_shape, self.b_dtype)
+            gy = reduce_grad(select_grad(g, self.weight_y), self.b_shape, self.b_dtype)
         return (gx, gy)
 
 
 cdef class MaximumBackward(SelectBackward):
-    """z = maximum(x, y)  ->  gx = g*[x>y] + g/2*[x==y], gy = g*[y>x] + g/2*[x==y]"""
+    """z = maximum(x, y)  ->  gx = g*[not y>x]*(1/2 if x==y), gy = g*[not x>y]*(1/2 if x==y)"""
 
 
 cdef class MinimumBackward(SelectBackward):
-    """z = minimum(x, y)  ->  gx = g*[x<y] + g/2*[x==y], gy = g*[y<x] + g/2*[x==y]"""
+    """z = minimum(x, y)  ->  gx = g*[not y<x]*(1/2 if x==y), gy = g*[not x<y]*(1/2 if x==y)"""
 
 
 cdef class WhereBackward(SelectBackward):
-    """z = where(c, x, y)  ->  gx = g*c, gy = g*(1 - c)"""
+    """z = where(c, x, y)  ->  gx = g*c, gy = g*(not c)"""
 
 
-cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, object weight_x):
+cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, object weight_x,
+                          object weight_y):
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     record(node, a, b)
-    node.weight_x = np.broadcast_to(as_array(weight_x), out.data.shape).astype(out.data.dtype)
+    node.weight_x = weight_x
+    node.weight_y = weight_y
     node.a_shape = shape_if_broadcast(a.data, out.data)
     node.b_shape = shape_if_broadcast(b.data, out.data)
     node.a_dtype = descr(a.data)
     node.b_dtype = descr(b.data)
     attach_output(out, node, 0)
     return out
+
+
+cdef object extremum_share(object loses, object tie, cnp.dtype dtype):
+    """An input's share of an extremum's gradient: 0 where it lost, 1/2 on a tie, else 1.
+
+    Like PyTorch, a NaN (no comparison holds) sends the whole gradient to both inputs."""
+    cdef object share = np.subtract(1, loses, dtype=dtype)      # branch-free: loses, tie disjoint
+    share -= np.multiply(tie, 0.5, dtype=dtype)
+    return share
 
 
 cdef Tensor extremum(object x, object y, bint is_max):
@@ -55,11 +118,13 @@ cdef Tensor extremum(object x, object y, bint is_max):
     cdef Tensor out = wrap(binary_kernel(np.maximum if is_max else np.minimum, a, b, dt, name))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
-    wins = (a.data > b.data) if is_max else (a.data < b.data)
-    weight = wins + 0.5 * (a.data == b.data)
+    a_wins = (a.data > b.data) if is_max else (a.data < b.data)
+    b_wins = (b.data > a.data) if is_max else (b.data < a.data)
+    tie = a.data == b.data
     node = MaximumBackward.__new__(MaximumBackward) if is_max else \
         MinimumBackward.__new__(MinimumBackward)
-    return record_select(out, a, b, node, weight)
+    return record_select(out, a, b, node, extremum_share(b_wins, tie, descr(out.data)),
+                         extremum_share(a_wins, tie, descr(out.data)))
 
 
 cpdef Tensor maximum(object x, object y):
@@ -85,4 +150,8 @@ cpdef Tensor where(object condition, object x, object y):
     except ValueError:
         raise RuntimeError(f"where: shapes {c.data.shape}, {a.data.shape} and {b.data.shape} "
                            "cannot be broadcast together") from None
-    return record_select(wrap(arr), a, b, WhereBackward.__new__(WhereBackward), c.data)
+    cdef Tensor out = wrap(arr)
+    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+        return out
+    return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(dt),
+                         np.logical_not(c.data).astype(dt))

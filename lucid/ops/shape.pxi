@@ -22,6 +22,10 @@ cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
     try:
         arr = a.data.reshape(s)
     except ValueError:
+        if a.data.size == 0 and -1 in s:
+            raise RuntimeError(f"{op}: shape {s} is ambiguous for a tensor of shape "
+                               f"{a.data.shape} (0 elements): -1 could be any size; give every "
+                               "size explicitly") from None
         raise RuntimeError(f"{op}: shape {s} is invalid for a tensor of shape "
                            f"{a.data.shape} ({a.data.size} elements)") from None
     # NumPy points a view's base at the array that owns the memory
@@ -83,7 +87,7 @@ cdef class ExpandBackward(Node):
 
 
 cpdef Tensor expand(Tensor a, object shape):
-    """a broadcast to shape (-1 keeps a dim), as a read-only view."""
+    """a broadcast to shape (-1 keeps a dim), as a view (read-only when it broadcasts)."""
     cdef list s = list(as_shape(shape, "expand"))
     cdef tuple in_shape = a.data.shape
     cdef Py_ssize_t lead = len(s) - len(in_shape), i
@@ -95,10 +99,9 @@ cpdef Tensor expand(Tensor a, object shape):
                 raise RuntimeError(f"expand: -1 is not allowed for a new leading dim in {tuple(s)}")
             s[i] = in_shape[i - lead]
     cdef tuple target = tuple(s)
-    if target == in_shape:
-        return a
     try:
-        arr = np.broadcast_to(a.data, target)
+        # a new tensor even for the same shape (a view, like PyTorch's), so hooks on it stay its own
+        arr = a.data.view() if target == in_shape else np.broadcast_to(a.data, target)
     except ValueError:
         raise RuntimeError(f"expand: a tensor of shape {in_shape} cannot be expanded to "
                            f"{target}") from None
@@ -112,12 +115,17 @@ cpdef Tensor expand(Tensor a, object shape):
     return out
 
 
+cdef Tensor expand_to(Tensor a, tuple shape):
+    """a broadcast to shape for a backward: a itself when it already has it, else expand."""
+    return a if shape_is(a.data, shape) else expand(a, shape)
+
+
 cdef class SumToBackward(Node):
     """y = sum_to(x, s)  ->  gx = expand(g, x.shape)"""
     cdef tuple in_shape
 
     cdef tuple apply(self, tuple grads):
-        return (expand(grads[0], self.in_shape),)
+        return (expand_to(grads[0], self.in_shape),)
 
 
 cpdef Tensor sum_to(Tensor a, tuple shape):
@@ -213,4 +221,7 @@ def flatten(Tensor input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     shape = input.data.shape
-    return reshape(input, shape[:s] + (-1,) + shape[e + 1:] if shape[s:e + 1] else shape)
+    cdef Py_ssize_t merged = 1
+    for size in shape[s:e + 1]:
+        merged *= size                   # never -1: it is ambiguous when a size is 0
+    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])

@@ -79,9 +79,9 @@ cdef class SqrtBackward(UnaryBackward):
 
 
 cdef class AbsBackward(UnaryBackward):
-    """y = |x|  ->  gx = g*sign(x)"""
+    """y = |x|  ->  gx = g*sign(x)  (exactly 0 at x == 0: Note [Mask by selection])"""
     cdef tuple apply(self, tuple grads):
-        return (mul(grads[0], sign(self.saved_x.unpack(self))),)
+        return (select_grad(grads[0], np.sign(self.saved_x.unpack(self).data)),)
 
 
 cdef class SinBackward(UnaryBackward):
@@ -115,7 +115,7 @@ cdef class ClampBackward(UnaryBackward):
             inside &= x >= self.lo
         if self.hi is not None:
             inside &= x <= self.hi
-        return (mul(grads[0], wrap(inside.astype(x.dtype))),)
+        return (select_grad(grads[0], inside),)
 
 
 cpdef Tensor sqrt(object x):
@@ -243,28 +243,9 @@ cpdef Tensor sigmoid_backward(Tensor g, Tensor y):
     return fused_grad(False, g, y, False)
 
 
-cdef class ReluBackwardBackward(Node):
-    """z = g*(y > 0)  ->  gg = relu_backward(gz, y)  (the mask y has zero gradient)"""
-    cdef SavedTensor y
-
-    cdef void release_saved(self):
-        self.y = None
-
-    cdef tuple apply(self, tuple grads):
-        return (relu_backward(grads[0], self.y.unpack(self)),)
-
-
 cpdef Tensor relu_backward(Tensor g, Tensor y):
     """g where y > 0, else 0."""
-    cdef Tensor out = wrap(as_array(np.where(y.data > 0, g.data, 0).astype(g.data.dtype,
-                                                                          copy=False)))
-    cdef ReluBackwardBackward node
-    if grad_enabled() and g.requires_grad_c():
-        node = ReluBackwardBackward.__new__(ReluBackwardBackward)
-        record(node, g, None)
-        node.y = save_tensor(y, node, False)
-        attach_output(out, node, 0)
-    return out
+    return select_grad(g, y.data > 0)
 
 
 # -- dtype casts and copies --------------------------------------------------------------------
