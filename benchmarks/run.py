@@ -1,4 +1,4 @@
-"""Backward-traversal benchmarks: lucid, the NumPy floor and PyTorch (when importable), side by side.
+"""lucid benchmarks: lucid, the NumPy floor and PyTorch (when importable), side by side.
 
     python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
     python benchmarks/run.py --compare OLD.json NEW.json
@@ -10,7 +10,8 @@ thread (the thread variables are set here before numpy is imported; torch.set_nu
 The workloads run in a child process (this script with --_worker) that writes one JSON record per
 finished measurement, so that a crash or a hang in lucid costs only the cell it happened in: the
 child is restarted on the remaining workloads.  Peak memory (W5) and the scaling runs (W10) use a
-fresh process per library (and size).  Exit status: 0; 1 if any gradient was WRONG; 3 if lucid raised or crashed in a workload
+fresh process per library (and size).  Exit status: 0; 1 if any gradient was WRONG; 3 if
+lucid raised or crashed in a workload
 ("n/a", a missing feature such as lucid.autograd.Function, is not a failure).
 """
 import os
@@ -296,8 +297,8 @@ def main(argv=None):
             h.progress(f"{m.ID} peak memory: one fresh process per library ...")
             w["memory"] = {lib: fresh(m.ID, lib, args.quick) for lib in h.LIBS}
             h.progress(f"{m.ID} peak memory: " + ", ".join(
-                f"{lib} {_report.fmt_bytes(v['peak_bytes']) if v.get('status') == 'ok' else v.get('status')}"
-                for lib, v in w["memory"].items()))
+                f"{lib} " + (_report.fmt_bytes(v["peak_bytes"]) if v.get("status") == "ok"
+                             else v.get("status")) for lib, v in w["memory"].items()))
     for m in standalone:
         report["workloads"].append(m.run(args.quick, lambda lib, n, m=m: fresh(m.ID, lib,
                                                                                 args.quick, n)))

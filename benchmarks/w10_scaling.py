@@ -123,7 +123,8 @@ def run(quick, fresh):
             start = time.perf_counter()
             rec = wl["results"][cell(lib, n)] = fresh(lib, n)
             if rec.get("status") == "ok":
-                med = {p: np.median(rec["samples"][p + "_ns"]) / rec["nodes"] for p in ("fwd", "bwd")}
+                med = {p: np.median(rec["samples"][p + "_ns"]) / rec["nodes"]
+                       for p in ("fwd", "bwd")}
                 what = (f"fwd {med['fwd']:.0f} ns/node, bwd {med['bwd']:.0f} ns/node, "
                         f"{rec['bytes_per_node']:.0f} B/node")
             else:
