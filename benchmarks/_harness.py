@@ -12,7 +12,8 @@ Every workload module timed here (``w1_deep_chain.py`` ...) exposes:
     MEMORY = False             # True: also measure peak memory in a fresh process per library
     RTOL, ATOL = 1e-3, 1e-5    # gradient check tolerance (optional, these are the defaults)
 
-    def setup(lib, quick) -> Case, or {variant: Case} (the first variant is the main one)
+    def setup(lib, quick) -> Case, or {variant: Case} (the first variant is the main one; a
+                              variant may be a NotAvailable instance: its cell says n/a)
 
 Optional: ``EXTRA_RATIOS`` (name, numerator cell, denominator cell) beyond lucid/torch,
 lucid/floor and torch/floor; ``reference(variant)`` giving the expected gradients when there is

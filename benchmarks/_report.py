@@ -254,7 +254,9 @@ def write_plot(report, path):
     except ImportError:
         return "matplotlib not importable: no plot written"
     scaling = [w for w in report["workloads"] if w.get("kind") == "scaling"]
-    bars = [(f"{w['id']}" + ("" if r["variant"] == "main" else f" {r['variant']}"), r)
+    default = {f"{LABEL[a]}/{LABEL[b]}" for a, b in DEFAULT_RATIOS}
+    bars = [(w["id"] + ("" if r["variant"] == "main" else f" {r['variant']}")
+             + ("" if r["name"] in default else f" {r['name']}"), r)
             for w in report["workloads"] if w.get("kind") != "scaling"
             for r in w["ratios"] if r.get("value") is not None]
     fig = plt.figure(figsize=(max(8, 0.45 * len(bars) + 2), 9 if scaling else 5))
@@ -312,5 +314,9 @@ def compare_reports(old, new):
     head = (f"old: {old['env'].get('date_utc')} git {old['env'].get('git')}; "
             f"new: {new['env'].get('date_utc')} git {new['env'].get('git')}\n"
             f"ratios of medians [{_stats.LEVEL:.0%} bootstrap interval]; change = new/old, "
-            "beyond noise when its interval excludes 1 (lower ratios are better)")
+            "beyond noise when its interval excludes 1 (lower ratios are better); the intervals "
+            "see the noise within each run, not a machine whose load changed between runs")
+    if not rows:
+        return head + "\nno ratio has raw samples in both files (a file written before " \
+                      "schema lucid-benchmarks/2 has none, or no workload is in both)"
     return head + "\n" + table(["workload", "ratio", "old", "new", "new/old", "verdict"], rows)

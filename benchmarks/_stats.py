@@ -11,6 +11,7 @@ import numpy as np
 SEED = 20261201
 RESAMPLES = 2000
 LEVEL = 0.95
+SMALL_CHANGE = 0.05         # --compare: a change this small is flagged as small
 _CHUNK = 4_000_000          # resampled values held at once (memory bound for long sample lists)
 
 
@@ -52,13 +53,16 @@ def interval(numerators, denominators, seed=SEED, level=LEVEL):
     return value, float(low), float(high)
 
 
-def verdict(change):
-    """Words for a change interval (new/old of a ratio; lower is better)."""
+def verdict(change, small=SMALL_CHANGE):
+    """Words for a change interval (new/old of a ratio; lower is better).  A change beyond noise
+    but smaller than ``small`` is said in lower case: on a shared machine the state drifts
+    between runs, which the intervals of one run cannot see."""
     if change is None:
         return "no samples"
-    _, low, high = change
-    if high < 1.0:
-        return "better (beyond noise)"
-    if low > 1.0:
-        return "WORSE (beyond noise)"
-    return "within noise"
+    value, low, high = change
+    if low <= 1.0 <= high:
+        return "within noise"
+    word = "better" if high < 1.0 else "WORSE"
+    if abs(value - 1.0) < small:
+        return f"{word.lower()} (beyond noise, under {small:.0%})"
+    return f"{word} (beyond noise)"

@@ -40,6 +40,8 @@ def test_change_verdicts():
     assert _stats.verdict(_stats.interval([fast_a, old_b], [same_b, old_a])).startswith("better")
     assert _stats.verdict(_stats.interval([old_a, same_b], [same_b, fast_a])).startswith("WORSE")
     assert _stats.verdict(None) == "no samples"
+    assert _stats.verdict((0.97, 0.96, 0.98)) == "better (beyond noise, under 5%)"
+    assert _stats.verdict((1.03, 1.02, 1.04)) == "worse (beyond noise, under 5%)"
 
 
 def test_summary_quartiles():
