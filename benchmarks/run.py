@@ -1,15 +1,17 @@
-"""Backward-traversal benchmarks: lucid, the NumPy floor and PyTorch (when importable), side by side.
+"""lucid benchmarks: lucid, the NumPy floor and PyTorch (when importable), side by side.
 
     python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
+    python benchmarks/run.py --compare OLD.json NEW.json
 
-Workloads are those of shared BENCHMARKS.md (W1-W6), one module each, listed in REGISTRY below:
-adding a workload is one new file plus one line here.  Every library runs with one intra-op
+Workloads are those of BENCHMARKS.md (W1-W8, W10, W11), one module each, listed in REGISTRY
+below: adding a workload is one new file plus one line here.  Every library runs with one intra-op
 thread (the thread variables are set here before numpy is imported; torch.set_num_threads(1)).
 
 The workloads run in a child process (this script with --_worker) that writes one JSON record per
 finished measurement, so that a crash or a hang in lucid costs only the cell it happened in: the
-child is restarted on the remaining workloads.  Peak memory (W5) is measured in a fresh process per
-library.  Exit status: 0; 1 if any gradient was WRONG; 3 if lucid raised or crashed in a workload
+child is restarted on the remaining workloads.  Peak memory (W5) and the scaling runs (W10) use a
+fresh process per library (and size).  Exit status: 0; 1 if any gradient was WRONG; 3 if
+lucid raised or crashed in a workload
 ("n/a", a missing feature such as lucid.autograd.Function, is not a failure).
 """
 import os
@@ -35,6 +37,7 @@ import tempfile        # noqa: E402
 import time            # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
+from benchmarks import _report, _stats  # noqa: E402
 
 REGISTRY = [
     "w1_deep_chain",
@@ -43,11 +46,14 @@ REGISTRY = [
     "w4_custom_function",
     "w5_large_elementwise",
     "w6_backward_replay",
+    "w8_hvp",
+    "w11_lbfgs",
+    "w10_scaling",          # fresh processes per library and size, run from this process
 ]
 
 # A workload whose child makes no progress for this long is killed (its open cells: "error").
 WORKLOAD_TIMEOUT = {"quick": 90.0, "full": 600.0}
-MEMORY_TIMEOUT = 300.0
+FRESH_TIMEOUT = 600.0
 
 
 def load_workloads(only=None):
@@ -66,14 +72,17 @@ def load_workloads(only=None):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="python benchmarks/run.py",
-        description="lucid backward-traversal benchmarks (BENCHMARKS.md W1-W6): lucid, the "
-                    "NumPy floor and PyTorch (if importable), one thread each.")
+        description="lucid benchmarks (BENCHMARKS.md): lucid, the NumPy floor and PyTorch "
+                    "(if importable), one thread each.")
     p.add_argument("--quick", action="store_true",
                    help="few repetitions (whole run well under a minute); the graphs are the same")
     p.add_argument("--only", metavar="W1,W4", help="comma-separated workload ids")
     p.add_argument("--json", metavar="PATH", help="write the results and environment as JSON")
-    p.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ratios "
-                                                  "(needs matplotlib)")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG chart of the ratios with their "
+                                                  "intervals, and W10 against N (matplotlib)")
+    p.add_argument("--compare", nargs=2, metavar=("OLD.json", "NEW.json"),
+                   help="compare two --json files: per ratio, old, new and whether the change "
+                        "is beyond noise")
     p.add_argument("--clock", choices=sorted(h.CLOCKS), default="wall",
                    help="wall: perf_counter (default); cpu: this thread's CPU time, steadier "
                         "on a busy machine")
@@ -84,8 +93,9 @@ def parse_args(argv):
     # internal: child processes
     p.add_argument("--_worker", help=argparse.SUPPRESS)
     p.add_argument("--_out", help=argparse.SUPPRESS)
-    p.add_argument("--_memory", help=argparse.SUPPRESS)
+    p.add_argument("--_fresh", help=argparse.SUPPRESS)
     p.add_argument("--_lib", help=argparse.SUPPRESS)
+    p.add_argument("--_n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--_count", type=int, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -155,9 +165,10 @@ def run_workers(mods, quick, clock="wall"):
         if broken is None:       # died before starting a workload (e.g. at import)
             broken = pending[0][1].ID
         at = [r for r in recs if r["type"] == "at" and r["workload"] == broken]
-        culprit, phase = (at[-1]["lib"], at[-1]["phase"]) if at else ("lucid", "import")
-        h.progress(f"!! {broken}: {why} while running {culprit} ({phase})")
-        records.append({"type": "result", "workload": broken, "lib": culprit, "status": "error",
+        cell, phase = (at[-1]["lib"], at[-1]["phase"]) if at else ("lucid", "import")
+        culprit = cell.split(":")[0]             # the library of the cell ("lucid:grad")
+        h.progress(f"!! {broken}: {why} while running {cell} ({phase})")
+        records.append({"type": "result", "workload": broken, "lib": cell, "status": "error",
                         "message": f"{why} during {phase}"})
         entry = next(p for p in pending if p[1].ID == broken)
         rest = [p for p in pending if p[1].ID not in finished and p[1].ID != broken]
@@ -166,7 +177,7 @@ def run_workers(mods, quick, clock="wall"):
         if culprit == "lucid" and set(h.LIBS) - skip - done_libs:
             # rerun the floor and torch alone (their partial records, if any, are superseded)
             records[:] = [r for r in records if not (r["type"] == "result" and
-                          r["workload"] == broken and r["lib"] not in skip)]
+                          r["workload"] == broken and r["lib"].split(":")[0] not in skip)]
             rest.insert(0, (entry[0], entry[1], "+".join(sorted(skip))))
         else:
             for lib in h.LIBS:
@@ -185,35 +196,55 @@ def assemble(mods, records, args, env):
         for r in records:
             if r["type"] == "result" and r["workload"] == m.ID:
                 results.setdefault(r["lib"], r)
-        target = getattr(m, "TARGET", None)
+        for lib in h.LIBS:
+            results.setdefault(lib, None)
         wls.append({
             "id": m.ID, "name": m.NAME, "description": m.DESCRIPTION,
             "metric": getattr(m, "METRIC", "fwd+bwd"),
             "nodes": getattr(m, "NODES", None), "node_unit": getattr(m, "NODE_UNIT", None),
-            "target": {"peer": target[0], "max": target[1]} if target else None,
-            "results": {lib: results.get(lib) for lib in h.LIBS},
+            "targets": getattr(m, "TARGETS", {}),
+            "extra_ratios": getattr(m, "EXTRA_RATIOS", ()),
+            "show_check": getattr(m, "SHOW_CHECK", False),
+            "results": results,
         })
-    policy = h.QUICK if args.quick else h.FULL
     return {
-        "schema": "lucid-benchmarks/1",
+        "schema": "lucid-benchmarks/2",
         "command": [os.path.basename(sys.executable)] + sys.argv,
-        "config": {"quick": args.quick, "seed": h.SEED, "policy": policy, "clock": args.clock,
+        "config": {"quick": args.quick, "seed": h.SEED, "policy": h.QUICK if args.quick else h.FULL,
+                   "clock": args.clock,
                    "timing": f"{h.CLOCKS[args.clock].__name__} around forward and around "
-                             "backward; leaves and "
-                             "gradient reset outside; repetitions round-robin across libraries "
-                             "after warm-up; gc enabled",
+                             "backward; leaves and gradient reset outside; repetitions "
+                             "round-robin across libraries after warm-up; gc enabled, one "
+                             "collection after warm-up followed by an untimed re-warm",
+                   "intervals": f"{_stats.LEVEL:.0%} percentile bootstrap of the ratio of "
+                                f"medians, {_stats.RESAMPLES} resamples, seed {_stats.SEED}",
                    "memory_method": h.MEMORY_METHOD},
         "env": env,
         "workloads": wls,
     }
 
 
+def fresh(wid, lib, quick, n=None):
+    """One measurement in a fresh process (W5 peak memory, W10 one size)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_fresh", wid, "--_lib", lib]
+    cmd += (["--quick"] if quick else []) + ([f"--_n={n}"] if n is not None else [])
+    return h.run_fresh(cmd, FRESH_TIMEOUT)
+
+
+def fresh_main(args):
+    mod = load_workloads(args._fresh)[0]
+    if hasattr(mod, "fresh_main"):
+        rec = mod.fresh_main(args._lib, args.quick, args._n)
+    else:
+        rec = h.memory_main(mod, args._lib, args.quick)
+    print(json.dumps(rec))
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     h.set_clock(args.clock)
-    if args._memory:
-        mod = load_workloads(args._memory)[0]
-        h.memory_main(mod, args._lib, args.quick)
+    if args._fresh:
+        fresh_main(args)
         return 0
     if args._worker:
         count = args._count or 1
@@ -224,56 +255,66 @@ def main(argv=None):
             items.append((int(i), count, load_workloads(wid)[0], skip))
         h.worker_main(items, args.quick, args._out)
         return 0
+    if args.compare:
+        old, new = (json.load(open(p)) for p in args.compare)
+        print(_report.compare_reports(old, new))
+        return 0
 
-    # W7 (native op vs Function vs composed) is lucid-only and runs after the table of W1-W6
+    # W7 (native op vs Function vs composed) is lucid-only and runs after the table
     wanted = [w.strip().upper() for w in (args.only or "").split(",") if w.strip()]
     run_w7 = not wanted or "W7" in wanted
     only = ",".join(w for w in wanted if w != "W7")
     mods = load_workloads(only) if only or not wanted else []
     if args.list:
         for m in mods:
-            print(f"{m.ID}  {m.NAME:20s} {m.DESCRIPTION}")
-        print("W7  native op          softplus: native Cython node vs Python Function vs "
+            print(f"{m.ID:4s} {m.NAME:20s} {m.DESCRIPTION}")
+        print("W7   native op            softplus: native Cython node vs Python Function vs "
               "composed ops, small and large")
         return 0
+    timed = [m for m in mods if hasattr(m, "setup")]
+    standalone = [m for m in mods if not hasattr(m, "setup")]
     t0 = time.perf_counter()
     h.progress(f"lucid benchmarks: {', '.join(m.ID for m in mods)} "
                f"({'quick' if args.quick else 'full'} mode); progress on stderr, table on stdout")
     if args.in_process:
         fd, out_path = tempfile.mkstemp(prefix="lucid-bench-", suffix=".jsonl")
         os.close(fd)
-        h.worker_main([(i, len(mods), m, set()) for i, m in enumerate(mods, 1)], args.quick,
+        h.worker_main([(i, len(timed), m, set()) for i, m in enumerate(timed, 1)], args.quick,
                       out_path)
         records = read_records(out_path)
         os.unlink(out_path)
     else:
-        records = run_workers(mods, args.quick, args.clock)
+        records = run_workers(timed, args.quick, args.clock) if timed else []
     envs = [r["env"] for r in records if r["type"] == "env"]
-    env = envs[0] if envs else h.env_info({})
-    report = assemble(mods, records, args, env)
+    env = envs[0] if envs else h.env_info({n: lib for n in ("torch", "lucid")
+                                           for lib in [h.load_lib(n)[0]] if lib})
+    report = assemble(timed, records, args, env)
 
     if not args.no_memory:
-        for w, m in zip(report["workloads"], mods):
+        for w, m in zip(report["workloads"], timed):
             if not getattr(m, "MEMORY", False):
                 continue
             h.progress(f"{m.ID} peak memory: one fresh process per library ...")
-            mem = {lib: h.measure_memory(os.path.abspath(__file__), m.ID, lib, args.quick,
-                                         MEMORY_TIMEOUT) for lib in h.LIBS}
-            w["memory"] = mem
+            w["memory"] = {lib: fresh(m.ID, lib, args.quick) for lib in h.LIBS}
             h.progress(f"{m.ID} peak memory: " + ", ".join(
-                f"{lib} {h.fmt_bytes(v['peak_bytes']) if v.get('status') == 'ok' else v.get('status')}"
-                for lib, v in mem.items()))
-
+                f"{lib} " + (_report.fmt_bytes(v["peak_bytes"]) if v.get("status") == "ok"
+                             else v.get("status")) for lib, v in w["memory"].items()))
+    for m in standalone:
+        report["workloads"].append(m.run(args.quick, lambda lib, n, m=m: fresh(m.ID, lib,
+                                                                                args.quick, n)))
     for w in report["workloads"]:
-        h.derive(w)
-    wrong = [(w["id"], lib) for w in report["workloads"] for lib, r in w["results"].items()
-             if r and r.get("status") == "WRONG"]
-    lucid_errors = [w["id"] for w in report["workloads"]
-                    if (w["results"].get("lucid") or {}).get("status") == "error"]
-    report["summary"] = {"wrong": [f"{a} {b}" for a, b in wrong], "lucid_errors": lucid_errors,
+        _report.derive(w)
+    cells = [(w["id"], cell, r) for w in report["workloads"] for cell, r in w["results"].items()]
+    wrong = [f"{wid} {cell}" for wid, cell, r in cells if r and r.get("status") == "WRONG"]
+    lucid_errors = [f"{wid} {cell}" for wid, cell, r in cells
+                    if cell.startswith("lucid") and r and r.get("status") == "error"]
+    report["summary"] = {"wrong": wrong, "lucid_errors": lucid_errors,
                          "elapsed_s": round(time.perf_counter() - t0, 1)}
 
-    print(h.format_report(report))
+    print(_report.format_report(report))
+    for m in standalone:
+        print()
+        print(m.format_table(next(w for w in report["workloads"] if w["id"] == m.ID)))
     if run_w7:
         from benchmarks import w7_native_op
         h.progress("W7 native op vs Function vs composed ...")
@@ -282,15 +323,14 @@ def main(argv=None):
         print(w7_table)
     sys.stdout.flush()
     if args.json:
-        h.write_json(report, args.json)
+        _report.write_json(report, args.json)
         h.progress(f"wrote {args.json}")
     if args.plot:
-        note = h.write_plot(report, args.plot)
+        note = _report.write_plot(report, args.plot)
         h.progress(note if note else f"wrote {args.plot}")
     h.progress(f"done in {time.perf_counter() - t0:.1f} s")
     if wrong:
-        h.progress("!" * 78 + "\n!! WRONG GRADIENTS: " + ", ".join(f"{a} {b}" for a, b in wrong)
-                   + "\n" + "!" * 78)
+        h.progress("!" * 78 + "\n!! WRONG: " + ", ".join(wrong) + "\n" + "!" * 78)
         return 1
     if lucid_errors:
         return 3

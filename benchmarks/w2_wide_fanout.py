@@ -13,7 +13,7 @@ DESCRIPTION = "x (16,) float32; sum over i < 1000 of (x * float(i)).sum(); backw
 METRIC = "fwd+bwd"
 TERMS = 1000
 NODES = None
-TARGET = ("torch", 0.12)
+TARGETS = {"lucid/torch": 0.07}
 MEMORY = False
 
 

@@ -15,7 +15,7 @@ METRIC = "fwd+bwd"
 STEPS = 1000
 NODES = STEPS
 NODE_UNIT = "Function call"
-TARGET = ("torch", 0.15)
+TARGETS = {"lucid/torch": 0.12}
 MEMORY = False
 
 

@@ -14,7 +14,7 @@ METRIC = "fwd+bwd"
 N = 1_000_000
 STEPS = 20
 NODES = None
-TARGET = ("floor", 0.9)
+TARGETS = {"lucid/floor": 0.9}
 MEMORY = True
 ATOL = 1e-4                       # 20 tanh from different libms compound a few ulps
 

@@ -12,7 +12,7 @@ DESCRIPTION = "W1's graph built once; loss.backward(retain_graph=True) timed alo
 METRIC = "bwd"
 NODES = w1.NODES
 NODE_UNIT = "node"
-TARGET = ("torch", 0.06)
+TARGETS = {"lucid/torch": 0.03}
 MEMORY = False
 
 
