@@ -384,7 +384,7 @@ cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs,
                 out[i] = None
                 continue
             where = f"{kind} of {describe(node)} (position {i})"
-            out[i] = checked_hook_result(r, <Tensor>out[i], where)
+            out[i] = checked_hook_result(r, <Tensor>out[i], where, fn)
     return out
 
 
