@@ -27,6 +27,9 @@ DIRECTIVES = {
     "cdivision": not DEBUG,
     "embedsignature": True,
     "binding": False,
+    # no Cython-generated __reduce__/__setstate__: they read raw fields from any tuple given
+    # (a crash); Tensor pickles through its own __reduce_ex__, the rest refuse
+    "auto_pickle": False,
 }
 
 extensions = [

@@ -85,6 +85,7 @@ cdef Node claim_node(Node node, uint64_t epoch, dict substitutes):
             gc_untrack(stand_in)
             stand_in.variable = (<AccumulateGrad>node).variable
             stand_in.sequence_nr = node.sequence_nr
+            stand_in.extra = node.extra          # the same node hooks run for it
             substitutes[node] = stand_in
         return stand_in
     raise RuntimeError(
@@ -497,6 +498,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                         if grads[0] is not None:
                             accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0],
                                                  owned & 1, create_graph)
+                        if node.extra is not None and node.extra.post_hooks:
+                            run_node_hooks(node.extra.post_hooks, node, (), grads, "hook")
                     else:
                         node.buffer_owned = owned          # apply may write into what it owns
                         try:

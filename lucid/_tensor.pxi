@@ -53,6 +53,11 @@ cdef class Tensor:
 
     @property
     def grad_fn(self):
+        if self._grad_fn is not None:
+            # Note [GC tracking]: the user now holds the node and may attach state to it that
+            # refers back to this tensor (hooks, metadata): both must be visible to the GC
+            gc_track(self)
+            gc_track(self._grad_fn)
         return self._grad_fn
 
     @property
@@ -86,6 +91,8 @@ cdef class Tensor:
             if (<Tensor>value).data.dtype != self.data.dtype:
                 raise RuntimeError(f"assigned grad has dtype {dtype_name((<Tensor>value).data.dtype)}, "
                                    f"but the tensor has dtype {dtype_name(self.data.dtype)}")
+        if value is not None:
+            gc_track(self)               # Note [GC tracking]: a user-set .grad may close a cycle
         self._grad = value
 
     # -- methods -------------------------------------------------------------------------------

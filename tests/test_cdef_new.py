@@ -153,9 +153,6 @@ print("OK")
 """
 
 
-@pytest.mark.xfail(strict=True, reason="Cython's auto-generated __setstate__ (auto_pickle) of "
-                                       "RemovableHandle, Storage and NodeExtra reads past a "
-                                       "short state tuple and segfaults (also before 956e024)")
 @pytest.mark.parametrize("which", ["RemovableHandle", "Storage", "NodeExtra"])
 @pytest.mark.parametrize("state", ["()", "(None,)"])
 def test_setstate_with_a_malformed_state_does_not_crash(which, state):

@@ -226,9 +226,6 @@ def test_prehook_on_accumulate_grad_replaces_the_leaf_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), [40.0, 40.0])
 
 
-@pytest.mark.xfail(strict=True, reason="956e024: the engine's AccumulateGrad branch never calls "
-                                       "node post-hooks, so acc.register_hook(fn) is silently "
-                                       "ignored")
 def test_posthook_on_accumulate_grad_runs():
     """API: node hooks run after apply for every node; an AccumulateGrad's hook must be called
     once per backward (grad_inputs is empty, grad_outputs holds the leaf's gradient)."""
@@ -287,9 +284,6 @@ def test_metadata_is_a_per_node_dict():
     assert m == {"tag": "first"}
 
 
-@pytest.mark.xfail(strict=True, reason="956e024: node-hook replacements are checked for type and "
-                                       "shape only, not the float dtype Note [Hook order] "
-                                       "promises: an int/bool tensor is used as a gradient")
 @pytest.mark.parametrize("kind", ["prehook", "hook"])
 def test_non_float_replacement_is_refused(kind):
     """Note [Hook order]: a replacement must be a float tensor; a bool mask returned by mistake

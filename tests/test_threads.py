@@ -219,10 +219,6 @@ def test_reentrant_backward_while_other_threads_run(fast_switching):
     np.testing.assert_allclose(w.grad.numpy(), expected_w, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="956e024: a thread that meets a shared leaf's "
-                                       "AccumulateGrad in another thread's running traversal "
-                                       "uses a stand-in node without the original's node hooks, "
-                                       "so they silently do not run (wrong leaf .grad)")
 def test_node_prehook_of_a_shared_accumulator_runs_in_a_concurrent_thread():
     """Thread A is inside the backward of a graph on leaf w; meanwhile the main thread
     backwards another graph on w. A pre-hook registered on w's AccumulateGrad must run for
