@@ -55,6 +55,52 @@ cdef inline Tensor add_tangents(Tensor a, Tensor b):
     return add(a, b)
 
 
+cdef Tensor fit_tangent(Tensor t, Tensor out):
+    """t broadcast to out's shape and cast to out's dtype (a tangent has its primal's form)."""
+    if t is None:
+        return None
+    if not shape_is(t.data, out.data.shape):
+        t = expand(t, out.data.shape)
+    if descr(t.data) is not descr(out.data) and t.data.dtype != out.data.dtype:
+        t = cast(t, descr(out.data))
+    return t
+
+
+cdef Tensor linear_jvp(Tensor a, object op, tuple args):
+    """A linear op's tangent: the op itself applied to a's tangent (None when a has none)."""
+    cdef Tensor t = tangent_of(a)
+    if t is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return op(t, *args)
+    finally:
+        resume_fw(level)
+
+
+cdef Tensor linear_jvp_n(object tensors, object op, tuple args):
+    """The tangent of a linear op of several tensors (cat, stack): the op on their tangents,
+    zeros standing in for the missing ones; None when none has a tangent."""
+    cdef list tangents = []
+    cdef bint any_tangent = False
+    cdef Tensor t
+    for x in tensors:
+        t = tangent_of(<Tensor>x) if isinstance(x, Tensor) else None
+        any_tangent = any_tangent or t is not None
+        tangents.append(t)
+    if not any_tangent:
+        return None
+    for i in range(len(tangents)):
+        if tangents[i] is None:
+            x = tensors[i]
+            tangents[i] = wrap(np.zeros((<Tensor>x).data.shape, dtype=(<Tensor>x).data.dtype))
+    cdef long level = suspend_fw()
+    try:
+        return op(tangents, *args)
+    finally:
+        resume_fw(level)
+
+
 cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
     """A tangent for primal: a float tensor of primal's shape, cast to primal's dtype."""
     if not isinstance(tangent, Tensor):

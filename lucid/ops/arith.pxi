@@ -18,6 +18,63 @@ cdef class BinaryBackward(Node):
                 None if gb is None else reduce_grad(gb, self.b_shape, self.b_dtype))
 
 
+# Note [Elementwise rules] (ops/unary.pxi) for binary ops: rule_x(g, x, y) and rule_y(g, x, y)
+# are the gradient terms of each input; backward reduces them to the input's shape, the jvp
+# sums rule_x(tx) + rule_y(ty) (broadcast to the output's shape).
+
+ctypedef Tensor (*binary_rule)(Tensor g, Tensor x, Tensor y)
+
+
+cdef Tensor identity_rule(Tensor g, Tensor x, Tensor y):
+    """g"""
+    return g
+
+
+cdef Tensor negate_rule(Tensor g, Tensor x, Tensor y):
+    """-g"""
+    return neg(g)
+
+
+cdef Tensor mul_rule_x(Tensor g, Tensor x, Tensor y):
+    """g*y"""
+    return mul(g, y)
+
+
+cdef Tensor mul_rule_y(Tensor g, Tensor x, Tensor y):
+    """g*x"""
+    return mul(g, x)
+
+
+cdef Tensor div_rule_x(Tensor g, Tensor x, Tensor y):
+    """g/y"""
+    return div(g, y)
+
+
+cdef Tensor div_rule_y(Tensor g, Tensor x, Tensor y):
+    """-g*x/y**2"""
+    return neg(div(mul(g, x), mul(y, y)))
+
+
+cdef Tensor pow_rule_x(Tensor g, Tensor x, Tensor y):
+    """g*y*x**(y-1), exactly 0 where y == 0 (x**0 is constant, as in PyTorch)"""
+    return select_grad(mul(g, mul(y, pow(x, sub(y, 1)))), y.data != 0)
+
+
+cdef Tensor pow_rule_y(Tensor g, Tensor x, Tensor y):
+    """g*x**y*log(x), exactly 0 where x == 0 and y >= 0 (0**y is flat there, as in PyTorch)"""
+    return select_grad(mul(g, mul(pow(x, y), log(x))),
+                       np.logical_not((x.data == 0) & (y.data >= 0)))
+
+
+cdef binary_rule RULE_X[5]
+cdef binary_rule RULE_Y[5]
+RULE_X[0], RULE_Y[0] = identity_rule, identity_rule          # OP_ADD
+RULE_X[1], RULE_Y[1] = identity_rule, negate_rule            # OP_SUB
+RULE_X[2], RULE_Y[2] = mul_rule_x, mul_rule_y                # OP_MUL
+RULE_X[3], RULE_Y[3] = div_rule_x, div_rule_y                # OP_DIV
+RULE_X[4], RULE_Y[4] = pow_rule_x, pow_rule_y                # OP_POW
+
+
 cdef class AddBackward(BinaryBackward):
     """z = x + y  ->  gx = g, gy = g"""
     cdef tuple apply(self, tuple grads):
@@ -29,44 +86,52 @@ cdef class AddBackward(BinaryBackward):
 
 
 cdef class SubBackward(BinaryBackward):
-    """z = x - y  ->  gx = g, gy = -g"""
+    """z = x - y  ->  gx = g, gy = negate_rule = -g"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
-        return self.reduced(g if needs(self, 0) else None, neg(g) if needs(self, 1) else None)
+        return self.reduced(g if needs(self, 0) else None,
+                            negate_rule(g, None, None) if needs(self, 1) else None)
 
 
 cdef class MulBackward(BinaryBackward):
-    """z = x * y  ->  gx = g*y, gy = g*x"""
+    """z = x * y  ->  gx = mul_rule_x = g*y, gy = mul_rule_y = g*x"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
-        return self.reduced(mul(g, self.b.unpack(self)) if needs(self, 0) else None,
-                            mul(g, self.a.unpack(self)) if needs(self, 1) else None)
+        return self.reduced(mul_rule_x(g, None, self.b.unpack(self)) if needs(self, 0) else None,
+                            mul_rule_y(g, self.a.unpack(self), None) if needs(self, 1) else None)
 
 
 cdef class DivBackward(BinaryBackward):
-    """z = x / y  ->  gx = g/y, gy = -g*x/y**2"""
+    """z = x / y  ->  gx = div_rule_x = g/y, gy = div_rule_y = -g*x/y**2"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
         y = self.b.unpack(self)
-        gx = div(g, y) if needs(self, 0) else None
-        gy = neg(div(mul(g, self.a.unpack(self)), mul(y, y))) if needs(self, 1) else None
-        return self.reduced(gx, gy)
+        return self.reduced(div_rule_x(g, None, y) if needs(self, 0) else None,
+                            div_rule_y(g, self.a.unpack(self), y) if needs(self, 1) else None)
 
 
 cdef class PowBackward(BinaryBackward):
-    """z = x ** y  ->  gx = g*y*x**(y-1) (0 where y == 0), gy = g*x**y*log(x) (0 where x == 0
-    and y >= 0): x**0 is constant and 0**y flat for y >= 0, as in PyTorch"""
+    """z = x ** y  ->  gx = pow_rule_x = g*y*x**(y-1), gy = pow_rule_y = g*x**y*log(x)"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
         x = self.a.unpack(self)
         y = self.b.unpack(self)
-        gx = gy = None
-        if needs(self, 0):
-            gx = select_grad(mul(g, mul(y, pow(x, sub(y, 1)))), y.data != 0)
-        if needs(self, 1):
-            gy = select_grad(mul(g, mul(pow(x, y), log(x))),
-                             np.logical_not((x.data == 0) & (y.data >= 0)))
-        return self.reduced(gx, gy)
+        return self.reduced(pow_rule_x(g, x, y) if needs(self, 0) else None,
+                            pow_rule_y(g, x, y) if needs(self, 1) else None)
+
+
+cdef Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
+    """Note [Elementwise rules]: out's tangent, rule_x(ta, a, b) + rule_y(tb, a, b), shaped and
+    typed like out; None when neither input has a tangent."""
+    cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
+    if ta is None and tb is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return fit_tangent(add_tangents(None if ta is None else RULE_X[op](ta, a, b),
+                                        None if tb is None else RULE_Y[op](tb, a, b)), out)
+    finally:
+        resume_fw(level)
 
 
 cdef class ScalarBackward(Node):
@@ -178,6 +243,9 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
             fop = F_RDIV
         arr = fast_scalar(fop, a.data, s)
     cdef Tensor out = wrap(arr)
+    if fw_active():                      # the scalar as a 0-d operand of the binary rules
+        set_tangent(out, binary_jvp(op, scalar_operand(value), a, out) if reflected else
+                    binary_jvp(op, a, scalar_operand(value), out))
     if not record_it:
         return out
     if op == OP_ADD or (op == OP_SUB and not reflected):
@@ -237,7 +305,10 @@ cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) ex
 
 
 cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b):
-    """Make out the result of a recorded a (op) b when grad mode is on and an input needs it."""
+    """Give out its tangent when a dual level is active; make it the result of a recorded
+    a (op) b when grad mode is on and an input needs it."""
+    if fw_active():
+        set_tangent(out, binary_jvp(op, a, b, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     cdef BinaryBackward node = new_binary_node(op)
@@ -317,6 +388,8 @@ cpdef Tensor neg(object x):
     if a.data.dtype.kind == "b":
         raise TypeError("neg: negation of a bool tensor is not supported; use logical_not")
     cdef Tensor out = wrap(as_array(np.negative(a.data)))
+    if fw_active():
+        set_tangent(out, linear_jvp(a, neg, ()))
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(NegBackward.__new__(NegBackward), a, None), 0)
     return out

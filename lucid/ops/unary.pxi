@@ -1,5 +1,13 @@
 # Elementwise unary ops and their fused backward kernels.
 
+# Note [Elementwise rules]: an elementwise op's Jacobian is diagonal, so one function per op,
+# rule(g, x, y) = g * f'(x) (x the input, y the output), is both its backward (g: the gradient
+# of y) and its jvp (g: the tangent of x). The backward node calls it with what it saved (x or
+# y; the other is None); the forward calls it with both when a dual level is active.
+
+ctypedef Tensor (*unary_rule)(Tensor g, Tensor x, Tensor y)
+
+
 cdef class UnaryBackward(Node):
     """Shared field of unary nodes: the one saved tensor (input or output)."""
     cdef SavedTensor saved_x
@@ -8,16 +16,73 @@ cdef class UnaryBackward(Node):
         self.saved_x = None
 
 
+cdef Tensor unary_jvp(unary_rule rule, Tensor a, Tensor out):
+    """Note [Elementwise rules]: out's tangent, rule(tangent of a, a, out), or None."""
+    cdef Tensor t = tangent_of(a)
+    if t is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return rule(t, a, out)
+    finally:
+        resume_fw(level)
+
+
+cdef Tensor exp_rule(Tensor g, Tensor x, Tensor y):
+    """g*y"""
+    return mul(g, y)
+
+
+cdef Tensor log_rule(Tensor g, Tensor x, Tensor y):
+    """g/x"""
+    return div(g, x)
+
+
+cdef Tensor tanh_rule(Tensor g, Tensor x, Tensor y):
+    """g*(1 - y*y)"""
+    return tanh_backward(g, y)
+
+
+cdef Tensor relu_rule(Tensor g, Tensor x, Tensor y):
+    """g where y > 0, else 0"""
+    return relu_backward(g, y)
+
+
+cdef Tensor sqrt_rule(Tensor g, Tensor x, Tensor y):
+    """g/(2*y)"""
+    return div(g, mul(y, 2.0))
+
+
+cdef Tensor abs_rule(Tensor g, Tensor x, Tensor y):
+    """g*sign(x), exactly 0 at x == 0 (Note [Mask by selection])"""
+    return select_grad(g, np.sign(x.data))
+
+
+cdef Tensor sin_rule(Tensor g, Tensor x, Tensor y):
+    """g*cos(x)"""
+    return mul(g, cos(x))
+
+
+cdef Tensor cos_rule(Tensor g, Tensor x, Tensor y):
+    """-g*sin(x)"""
+    return neg(mul(g, sin(x)))
+
+
+cdef Tensor sigmoid_rule(Tensor g, Tensor x, Tensor y):
+    """g*y*(1 - y)"""
+    return sigmoid_backward(g, y)
+
+
 cdef class ExpBackward(UnaryBackward):
-    """y = exp(x)  ->  gx = g*y"""
+    """y = exp(x)  ->  gx = exp_rule(g, x, y) = g*y"""
     cdef tuple apply(self, tuple grads):
-        return (mul(grads[0], self.saved_x.unpack(self)),)
+        return (exp_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
 cdef class LogBackward(UnaryBackward):
-    """y = log(x)  ->  gx = g/x"""
+    """y = log(x)  ->  gx = log_rule(g, x, y) = g/x"""
     cdef tuple apply(self, tuple grads):
-        return (div(grads[0], self.saved_x.unpack(self)),)
+        return (log_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class TanhBackward(UnaryBackward):
@@ -28,13 +93,17 @@ cdef class TanhBackward(UnaryBackward):
 
 
 cdef class ReluBackward(UnaryBackward):
-    """y = relu(x)  ->  gx = relu_backward(g, y) = g*(y > 0)"""
+    """y = relu(x)  ->  gx = relu_rule(g, x, y) = g where y > 0"""
     cdef tuple apply(self, tuple grads):
-        return (relu_backward(grads[0], self.saved_x.unpack(self)),)
+        return (relu_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
-cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output):
-    """Attach node to out when a requires grad; save a, or out when save_output."""
+cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
+                         unary_rule rule):
+    """out's tangent by rule when a dual level is active; attach node to out when a requires
+    grad, saving a, or out when save_output."""
+    if fw_active():
+        set_tangent(out, unary_jvp(rule, a, out))
     if not (grad_enabled() and a.requires_grad_c()):
         return out
     record(node, a, None)
@@ -47,14 +116,14 @@ cpdef Tensor exp(object x):
     """e ** x."""
     cdef Tensor a = operand(x, "exp")
     cdef object arr = fast_unary(U_EXP, np.exp, a.data) if is_fast(a.data) else unary_kernel(np.exp, a)
-    return record_unary(wrap(arr), a, ExpBackward.__new__(ExpBackward), True)
+    return record_unary(wrap(arr), a, ExpBackward.__new__(ExpBackward), True, exp_rule)
 
 
 cpdef Tensor log(object x):
     """Natural logarithm of x."""
     cdef Tensor a = operand(x, "log")
     cdef object arr = fast_unary(U_LOG, np.log, a.data) if is_fast(a.data) else unary_kernel(np.log, a)
-    return record_unary(wrap(arr), a, LogBackward.__new__(LogBackward), False)
+    return record_unary(wrap(arr), a, LogBackward.__new__(LogBackward), False, log_rule)
 
 
 cpdef Tensor tanh(object x):
@@ -62,38 +131,38 @@ cpdef Tensor tanh(object x):
     cdef Tensor a = operand(x, "tanh")
     cdef object arr = fast_unary(U_TANH, np.tanh, a.data) if is_fast(a.data) else \
         unary_kernel(np.tanh, a)
-    return record_unary(wrap(arr), a, TanhBackward.__new__(TanhBackward), True)
+    return record_unary(wrap(arr), a, TanhBackward.__new__(TanhBackward), True, tanh_rule)
 
 
 cpdef Tensor relu(object x):
     """max(x, 0)."""
     cdef Tensor a = operand(x, "relu")
     cdef Tensor out = wrap(as_array(np.maximum(a.data, 0).astype(a.data.dtype, copy=False)))
-    return record_unary(out, a, ReluBackward.__new__(ReluBackward), True)
+    return record_unary(out, a, ReluBackward.__new__(ReluBackward), True, relu_rule)
 
 
 cdef class SqrtBackward(UnaryBackward):
-    """y = sqrt(x)  ->  gx = g/(2*y)"""
+    """y = sqrt(x)  ->  gx = sqrt_rule(g, x, y) = g/(2*y)"""
     cdef tuple apply(self, tuple grads):
-        return (div(grads[0], mul(self.saved_x.unpack(self), 2.0)),)
+        return (sqrt_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
 cdef class AbsBackward(UnaryBackward):
-    """y = |x|  ->  gx = g*sign(x)  (exactly 0 at x == 0: Note [Mask by selection])"""
+    """y = |x|  ->  gx = abs_rule(g, x, y) = g*sign(x), exactly 0 at x == 0"""
     cdef tuple apply(self, tuple grads):
-        return (select_grad(grads[0], np.sign(self.saved_x.unpack(self).data)),)
+        return (abs_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class SinBackward(UnaryBackward):
-    """y = sin(x)  ->  gx = g*cos(x)"""
+    """y = sin(x)  ->  gx = sin_rule(g, x, y) = g*cos(x)"""
     cdef tuple apply(self, tuple grads):
-        return (mul(grads[0], cos(self.saved_x.unpack(self))),)
+        return (sin_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class CosBackward(UnaryBackward):
-    """y = cos(x)  ->  gx = -g*sin(x)"""
+    """y = cos(x)  ->  gx = cos_rule(g, x, y) = -g*sin(x)"""
     cdef tuple apply(self, tuple grads):
-        return (neg(mul(grads[0], sin(self.saved_x.unpack(self)))),)
+        return (cos_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class SigmoidBackward(UnaryBackward):
@@ -109,37 +178,45 @@ cdef class ClampBackward(UnaryBackward):
     cdef object hi
 
     cdef tuple apply(self, tuple grads):
-        cdef object x = self.saved_x.unpack(self).data
-        cdef object inside = np.ones(x.shape, dtype=bool)
-        if self.lo is not None:
-            inside &= x >= self.lo
-        if self.hi is not None:
-            inside &= x <= self.hi
-        return (select_grad(grads[0], inside),)
+        return (clamp_grad(grads[0], self.saved_x.unpack(self), self.lo, self.hi),)
+
+
+cdef Tensor clamp_grad(Tensor g, Tensor x, object lo, object hi):
+    """g where lo <= x <= hi, else exactly 0 (the backward and the jvp of clamp)"""
+    cdef object inside = np.ones(x.data.shape, dtype=bool)
+    if lo is not None:
+        inside &= x.data >= lo
+    if hi is not None:
+        inside &= x.data <= hi
+    return select_grad(g, inside)
 
 
 cpdef Tensor sqrt(object x):
     """Square root of x."""
     cdef Tensor a = operand(x, "sqrt")
-    return record_unary(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True)
+    return record_unary(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True,
+                        sqrt_rule)
 
 
 cpdef Tensor abs(object x):
     """|x|."""
     cdef Tensor a = operand(x, "abs")
-    return record_unary(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False)
+    return record_unary(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
+                        abs_rule)
 
 
 cpdef Tensor sin(object x):
     """Sine of x."""
     cdef Tensor a = operand(x, "sin")
-    return record_unary(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False)
+    return record_unary(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False,
+                        sin_rule)
 
 
 cpdef Tensor cos(object x):
     """Cosine of x."""
     cdef Tensor a = operand(x, "cos")
-    return record_unary(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False)
+    return record_unary(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False,
+                        cos_rule)
 
 
 cpdef Tensor sigmoid(object x):
@@ -150,7 +227,8 @@ cpdef Tensor sigmoid(object x):
     np.exp(arr, out=arr)
     np.add(arr, 1, out=arr)
     np.reciprocal(arr, out=arr)
-    return record_unary(wrap(arr), a, SigmoidBackward.__new__(SigmoidBackward), True)
+    return record_unary(wrap(arr), a, SigmoidBackward.__new__(SigmoidBackward), True,
+                        sigmoid_rule)
 
 
 def clamp(input, min=None, max=None):
@@ -162,10 +240,24 @@ def clamp(input, min=None, max=None):
         if bound is not None and not isinstance(bound, (int, float)):
             raise TypeError(f"clamp: bounds must be numbers, got {type(bound).__name__}")
     cdef Tensor out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
+    cdef Tensor ta = tangent_of(a) if fw_active() else None
+    cdef long level
+    if ta is not None:
+        level = suspend_fw()
+        try:
+            ta = clamp_grad(ta, a, min, max)
+        finally:
+            resume_fw(level)
+        set_tangent(out, ta)
+    if not (grad_enabled() and a.requires_grad_c()):
+        return out
     cdef ClampBackward node = ClampBackward.__new__(ClampBackward)
     node.lo = min
     node.hi = max
-    return record_unary(out, a, node, False)
+    record(node, a, None)
+    attach_output(out, node, 0)
+    node.saved_x = save_tensor(a, node, False)
+    return out
 
 
 cpdef Tensor sign(Tensor a):
@@ -185,22 +277,45 @@ cdef class FusedGradBackward(Node):
         self.y = None
 
 
+cdef Tensor fused_rule_y(bint is_tanh, Tensor gz, Tensor g, Tensor y):
+    """d/dy of the fused gradients, times gz: tanh -2*gz*g*y; sigmoid gz*g*(1 - 2*y)
+    (Note [Elementwise rules]: the backward for y and the jvp's term for y's tangent)"""
+    if is_tanh:
+        return mul(mul(gz, g), mul(y, -2.0))
+    return mul(mul(gz, g), sub(1.0, mul(y, 2.0)))
+
+
 cdef class TanhBackwardBackward(FusedGradBackward):
-    """z = g*(1 - y*y)  ->  gg = tanh_backward(gz, y), gy = -2*gz*g*y"""
+    """z = g*(1 - y*y)  ->  gg = tanh_backward(gz, y), gy = fused_rule_y(gz, g, y) = -2*gz*g*y"""
     cdef tuple apply(self, tuple grads):
         gz = grads[0]
         y = self.y.unpack(self)
         return (tanh_backward(gz, y) if needs(self, 0) else None,
-                mul(mul(gz, self.g.unpack(self)), mul(y, -2.0)) if needs(self, 1) else None)
+                fused_rule_y(True, gz, self.g.unpack(self), y) if needs(self, 1) else None)
 
 
 cdef class SigmoidBackwardBackward(FusedGradBackward):
-    """z = g*y*(1 - y)  ->  gg = sigmoid_backward(gz, y), gy = gz*g*(1 - 2*y)"""
+    """z = g*y*(1 - y)  ->  gg = sigmoid_backward(gz, y), gy = fused_rule_y(gz, g, y)
+    = gz*g*(1 - 2*y)"""
     cdef tuple apply(self, tuple grads):
         gz = grads[0]
         y = self.y.unpack(self)
         return (sigmoid_backward(gz, y) if needs(self, 0) else None,
-                mul(mul(gz, self.g.unpack(self)), sub(1.0, mul(y, 2.0))) if needs(self, 1) else None)
+                fused_rule_y(False, gz, self.g.unpack(self), y) if needs(self, 1) else None)
+
+
+cdef Tensor fused_jvp(bint is_tanh, Tensor g, Tensor y):
+    """The tangent of tanh_backward(g, y) / sigmoid_backward(g, y): the same op on g's tangent
+    plus fused_rule_y on y's tangent (None when neither has one)."""
+    cdef Tensor tg = tangent_of(g), ty = tangent_of(y)
+    if tg is None and ty is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return add_tangents(None if tg is None else fused_grad(is_tanh, tg, y, False),
+                            None if ty is None else fused_rule_y(is_tanh, ty, g, y))
+    finally:
+        resume_fw(level)
 
 
 cdef Tensor fused_grad(bint is_tanh, Tensor g, Tensor y, bint into_g):
@@ -222,6 +337,8 @@ cdef Tensor fused_grad(bint is_tanh, Tensor g, Tensor y, bint into_g):
         np.multiply(arr, g.data, out=arr)
     cdef Tensor out = wrap(arr)
     cdef FusedGradBackward node
+    if fw_active():
+        set_tangent(out, fused_jvp(is_tanh, g, y))
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
         node = TanhBackwardBackward.__new__(TanhBackwardBackward) if is_tanh else \
             SigmoidBackwardBackward.__new__(SigmoidBackwardBackward)
@@ -264,6 +381,8 @@ cpdef Tensor cast(Tensor a, cnp.dtype dtype):
         return a
     cdef Tensor out = wrap(a.data.astype(dtype))
     cdef CastBackward node
+    if fw_active() and is_float_dtype(dtype):
+        set_tangent(out, linear_jvp(a, cast, (dtype,)))
     if grad_enabled() and a.requires_grad_c() and is_float_dtype(dtype):
         node = CastBackward.__new__(CastBackward)
         record(node, a, None)
@@ -281,6 +400,8 @@ cdef class CloneBackward(Node):
 cpdef Tensor clone(Tensor a):
     """A copy of a with its own memory."""
     cdef Tensor out = wrap(np.array(a.data, copy=True))
+    if fw_active():
+        set_tangent(out, linear_jvp(a, clone, ()))
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(CloneBackward.__new__(CloneBackward), a, None), 0)
     return out
