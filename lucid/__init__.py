@@ -10,7 +10,7 @@ from ._core import (
 from ._core import reduce_max as max, reduce_min as min
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
-    manual_seed, randn, rand,
+    manual_seed, randn, rand, get_rng_state, set_rng_state,
 )
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from . import autograd

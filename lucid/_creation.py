@@ -143,6 +143,16 @@ def manual_seed(seed):
     _rng = np.random.default_rng(seed)
 
 
+def get_rng_state():
+    """The state of lucid's random generator (randn, rand), to restore with set_rng_state."""
+    return _rng.bit_generator.state
+
+
+def set_rng_state(state):
+    """Restore lucid's random generator to a state from get_rng_state."""
+    _rng.bit_generator.state = state
+
+
 def randn(*size, dtype=None, requires_grad=False):
     """Standard normal samples."""
     dt = _dtype(dtype, _core.float32)

@@ -420,7 +420,7 @@ cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_gr
 cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_graph,
                      bint create_graph, list targets, list target_slots, bint accumulate):
     """Run the backward graph from roots; return the gradients captured at targets."""
-    global _epoch_counter, lucid_traversal_depth
+    global _epoch_counter, lucid_traversal_depth, lucid_plain_backward
     _epoch_counter += 1
     cdef uint64_t epoch = _epoch_counter
     cdef list saved_states = [] if lucid_traversal_depth > 0 else None
@@ -442,6 +442,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
         counters.backward_calls += 1
         started = now_ns()
     lucid_traversal_depth += 1
+    cdef int previous_plain = lucid_plain_backward
+    lucid_plain_backward = 1 if (accumulate and targets is None) else 0
     register_traversal(epoch)
     try:
         discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN,
@@ -550,6 +552,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 node.buffer_owned = state_tuple[4]
                 node.exec_state = state_tuple[5]
         unregister_traversal(epoch)
+        lucid_plain_backward = previous_plain
         lucid_traversal_depth -= 1
         set_grad_enabled_c(previous_mode)
         if profiling and started:
@@ -580,6 +583,12 @@ cdef tuple call_apply(Node node, tuple grads):
 
 
 # -- the public entry points -------------------------------------------------------------------
+
+def _in_plain_backward():
+    """True inside a node run by backward() without inputs= (it accumulates into every leaf's
+    .grad); False inside autograd.grad() or backward(inputs=...), and outside a traversal."""
+    return lucid_plain_backward != 0
+
 
 cdef tuple as_tensor_tuple(object xs, str what):
     if isinstance(xs, Tensor):

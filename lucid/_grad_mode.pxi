@@ -6,11 +6,13 @@ cdef extern from *:
     static __thread int lucid_traversal_depth = 0;
     static __thread long lucid_fw_level = 0;
     static __thread int lucid_saved_hooks_on = 0;
+    static __thread int lucid_plain_backward = 0;
     """
     int lucid_grad_disabled
     int lucid_traversal_depth
     long lucid_fw_level             # the active dual level's id in this thread (0: none)
     int lucid_saved_hooks_on        # saved-tensor hooks are active in this thread
+    int lucid_plain_backward        # the running traversal is backward() into every leaf's .grad
 
 
 cdef bint grad_enabled() noexcept nogil:
