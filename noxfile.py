@@ -1,0 +1,181 @@
+"""Distribution checks, run by .ci/run (and by hand: `pip install nox && nox`).
+
+  nox -s dist        build the sdist and, from it, the wheel into dist/; check what each holds
+  nox -s tests       per Python of PYTHONS: install the sdist (not editable), run its own tests
+  nox -s debug       the same with LUCID_DEBUG=1 (checks on, -O0 -g), under `python -X dev`
+
+The tests of the unpacked sdist run from a folder outside it: its `lucid/` source folder would
+otherwise shadow the installed package.
+"""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+import nox
+
+ROOT = pathlib.Path(__file__).resolve().parent
+DIST = ROOT / "dist"
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+nox.options.sessions = ["dist", "tests", "debug"]
+nox.options.error_on_missing_interpreters = True     # a listed Python that is absent fails
+nox.options.download_python = "never"
+
+# Files of the checkout that the sdist leaves out on purpose (CI and git housekeeping).
+NOT_SHIPPED = re.compile(r"^(\.ci/|\.gitignore$)")
+# What a build generates; none of it belongs in the sdist.
+GENERATED = (".so", ".pyd", ".dylib", ".o", ".obj", ".html", ".pyc")
+
+
+def _use_pyenv_versions():
+    """Make every Python of PYTHONS installed under `pyenv root`/versions reachable as pythonX.Y.
+
+    pyenv's pythonX.Y shims only answer for the versions pyenv has selected; listing the newest
+    install of each X.Y in PYENV_VERSION selects them all (what `pyenv shell A B C` does).
+    """
+    if "PYENV_VERSION" in os.environ or shutil.which("pyenv") is None:
+        return
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True)
+    versions = pathlib.Path(root.stdout.strip()) / "versions"
+    chosen = []
+    for xy in PYTHONS:
+        found = [p.name for p in versions.glob(f"{xy}.*") if re.fullmatch(rf"{xy}\.\d+", p.name)]
+        if found:
+            chosen.append(max(found, key=lambda v: int(v.rsplit(".", 1)[1])))
+    if chosen:
+        os.environ["PYENV_VERSION"] = ":".join(chosen)
+
+
+_use_pyenv_versions()
+
+
+def _sdist():
+    """The one sdist in dist/ (built by the dist session)."""
+    found = sorted(DIST.glob("*.tar.gz"))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one sdist in {DIST}, found {[p.name for p in found]}: "
+                           "run `nox -s dist` first")
+    return found[0]
+
+
+def _shipped_files():
+    """The git-tracked files an sdist must hold, or None outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {name for name in out.splitlines() if not NOT_SHIPPED.match(name)}
+
+
+def _check_sdist(session, path):
+    with tarfile.open(path) as tar:
+        names = {m.name.split("/", 1)[1] for m in tar.getmembers() if m.isfile()}
+    generated = sorted(n for n in names if n.endswith(GENERATED)
+                       or (n.endswith(".c") and n[:-2] + ".pyx" in names))
+    if generated:
+        session.error(f"{path.name} holds generated files: {generated}")
+    expected = _shipped_files()
+    if expected is None:
+        session.warn("not a git checkout: cannot check the sdist holds every tracked file")
+    elif expected - names:
+        session.error(f"{path.name} lacks tracked files: {sorted(expected - names)}")
+    folders = {}
+    for n in names:
+        top = n.split("/", 1)[0] if "/" in n else "."
+        folders[top] = folders.get(top, 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(folders.items()))
+    session.log(f"{path.name}: {len(names)} files ({summary}); {path.stat().st_size} bytes")
+
+
+def _debug_sections(library):
+    """Names of the DWARF sections and the static symbol table in an ELF file."""
+    out = subprocess.run(["readelf", "-S", "-W", str(library)], capture_output=True, text=True,
+                         check=True).stdout
+    return sorted(set(re.findall(r"\s(\.debug_\w+|\.symtab)\s", out)))
+
+
+def _check_wheel(session, path):
+    with zipfile.ZipFile(path) as whl:
+        names = whl.namelist()
+        if not any(re.search(r"\.dist-info/(licenses/)?LICENSE$", n) for n in names):
+            session.error(f"{path.name} holds no LICENSE")
+        if "lucid/_core.pxd" not in names:
+            session.error(f"{path.name} lacks lucid/_core.pxd (native ops cimport it)")
+        modules = [n for n in names if re.match(r"lucid/_core\..*(so|pyd)$", n)]
+        if len(modules) != 1:
+            session.error(f"{path.name} should hold one compiled lucid/_core, has {modules}")
+        with tempfile.TemporaryDirectory() as tmp:
+            library = pathlib.Path(whl.extract(modules[0], tmp))
+            size = library.stat().st_size
+            if sys.platform.startswith("linux") and shutil.which("readelf"):
+                leftover = _debug_sections(library)
+                if leftover:
+                    session.error(f"{modules[0]} is not stripped: {leftover}")
+                stripped = "stripped"
+            else:
+                stripped = "strip check skipped (needs Linux and readelf)"
+    session.log(f"{path.name}: {len(names)} files; {modules[0]} {size / 1e6:.2f} MB, {stripped}")
+
+
+@nox.session
+def dist(session):
+    """Build the sdist, then the wheel from that sdist; check both."""
+    session.install("build")
+    shutil.rmtree(DIST, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(DIST), str(ROOT), silent=True)
+    _check_sdist(session, _sdist())
+    (wheel,) = DIST.glob("*.whl")
+    _check_wheel(session, wheel)
+
+
+def _install_sdist(session, env=None):
+    """Build a wheel from the sdist for this session's Python (never from pip's wheel cache: a
+    cached build of the same version could be stale or of the other build type) and install it
+    with the test extra."""
+    wheels = pathlib.Path(session.create_tmp()) / "wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir",
+                "--wheel-dir", str(wheels), str(_sdist()), env=env)
+    (wheel,) = wheels.glob("*.whl")
+    session.install(f"{wheel}[test]")
+
+
+def _run_sdist_tests(session, *python_flags):
+    """Unpack the sdist and run its tests against the installed lucid, from a folder outside it."""
+    with tempfile.TemporaryDirectory(prefix="lucid-sdist-") as tmp:
+        with tarfile.open(_sdist()) as tar:
+            tar.extractall(tmp, filter="data")
+        (tree,) = pathlib.Path(tmp).glob("lucid_autograd-*")
+        elsewhere = pathlib.Path(tmp) / "run"
+        elsewhere.mkdir()
+        with session.chdir(elsewhere):
+            where = session.run("python", "-c", "import lucid; print(lucid.__file__)",
+                                silent=True).strip()
+            venv = os.path.realpath(session.virtualenv.location)
+            if not os.path.realpath(where).startswith(venv + os.sep):
+                session.error(f"imported {where}, not the lucid installed in this session")
+            # pytest's exit code 5 (no tests collected) fails the session like any nonzero code
+            session.run("python", *python_flags, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        f"--rootdir={tree}", f"--confcutdir={tree}",
+                        f"--config-file={tree / 'pyproject.toml'}", str(tree / "tests"))
+
+
+@nox.session(python=PYTHONS)
+def tests(session):
+    """The sdist installed (not editable) on this Python; its whole test suite."""
+    _install_sdist(session)
+    _run_sdist_tests(session)
+
+
+@nox.session(python=PYTHONS[0])
+def debug(session):
+    """A LUCID_DEBUG=1 build of the sdist (bounds checks, -O0 -g); the suite under -X dev."""
+    _install_sdist(session, env={"LUCID_DEBUG": "1"})
+    _run_sdist_tests(session, "-X", "dev")
