@@ -13,6 +13,7 @@ from ._creation import (
     manual_seed, randn, rand, get_rng_state, set_rng_state,
 )
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from ._core import from_dlpack
 from . import autograd
 
 float32 = _core.float32

@@ -57,12 +57,16 @@ cdef void note_caller_site(Node node, int skip):
 
 cdef object creation_site_of(Node node):
     """'file:line' of the forward call that made node, or None."""
-    code = node.creation_code
+    return site_of_code(node.creation_code, node.creation_lasti)
+
+
+cdef object site_of_code(object code, int lasti):
+    """'file:line' of instruction lasti of code, or None."""
     if code is None:
         return None
     line = code.co_firstlineno
     for start, end, number in code.co_lines():
-        if start <= node.creation_lasti < end and number is not None:
+        if start <= lasti < end and number is not None:
             line = number
             break
     return f"{code.co_filename}:{line}"

@@ -308,8 +308,7 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
             raise
         finally:
             if profiling:
-                counters.python_reentries += 1
-                counters.python_ns += now_ns() - start
+                note_python_call(node, "hook", start)
         if result is not None:
             g = checked_hook_result(result, g, where, fn)
     return g
@@ -365,8 +364,7 @@ cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs,
             raise
         finally:
             if profiling:
-                counters.python_reentries += 1
-                counters.python_ns += now_ns() - start
+                note_python_call(node, "hook", start)
         if result is None:
             continue
         if isinstance(result, list):
@@ -437,7 +435,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef int state
     cdef uint64_t owned
     cdef bint previous_mode = set_grad_enabled_c(create_graph)
-    cdef int64_t started = 0
+    cdef int64_t started = 0, started_node = 0
     if profiling:
         counters.backward_calls += 1
         started = now_ns()
@@ -496,6 +494,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 if state & EXEC_RUN:
                     if node.released:
                         raise_freed_graph(node)
+                    if recording_nodes:
+                        started_node = now_ns()
                     if type(node) is AccumulateGrad:
                         if grads[0] is not None:
                             accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0],
@@ -514,6 +514,8 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                         if not keep_graph:
                             node.release_saved()
                             node.released = True
+                    if recording_nodes:
+                        note_event("node", node, started_node)
                     if profiling:
                         counters.nodes_run += 1
                 elif profiling:

@@ -142,8 +142,7 @@ cdef class PythonBackwardNode(Node):
             raise
         finally:
             if profiling:
-                counters.python_reentries += 1
-                counters.python_ns += now_ns() - start
+                note_python_call(self, "python", start)
         return self.checked_gradients(result)
 
     cdef tuple checked_gradients(self, object result):

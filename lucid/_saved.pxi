@@ -11,6 +11,22 @@ cdef class SavedTensor:
     def __init__(self):
         raise TypeError("SavedTensor objects are made by save_tensor()")
 
+    @property
+    def shape(self):
+        """The saved tensor's shape (None once freed)."""
+        if self.packed_meta is not None:
+            return self.packed_meta[0]
+        arr = self.data if self.is_output else (None if self.tensor is None else self.tensor.data)
+        return None if arr is None else arr.shape
+
+    @property
+    def dtype(self):
+        """The saved tensor's dtype (None once freed)."""
+        if self.packed_meta is not None:
+            return self.packed_meta[1]
+        arr = self.data if self.is_output else (None if self.tensor is None else self.tensor.data)
+        return None if arr is None else arr.dtype
+
     cdef Tensor unpack(self, Node owner):
         cdef int64_t current
         cdef bint packed = self.packed_meta is not None

@@ -231,6 +231,24 @@ cdef class Tensor:
         """A copy with its own memory; gradient flows back unchanged."""
         return clone(self)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export this tensor's memory through DLPack (zero-copy; CPU)."""
+        if self.requires_grad_c():
+            raise RuntimeError("can't export a tensor that requires grad through DLPack; use "
+                               "tensor.detach()")
+        kwargs = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return self.data.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self):
+        """(device type, device id): (1, 0), the CPU."""
+        return (1, 0)
+
     def __copy__(self):
         return leaf_copy(self, False, None)
 
@@ -588,6 +606,16 @@ def from_numpy(array):
                         "float64, int32, int64 and bool")
     if not array.dtype.isnative:
         raise TypeError("from_numpy: arrays in non-native byte order are not supported")
+    return wrap(array)
+
+
+def from_dlpack(obj):
+    """A tensor sharing the memory of any DLPack exporter on the CPU (NumPy arrays, PyTorch
+    CPU tensors, lucid tensors)."""
+    array = np.from_dlpack(obj)
+    if array.dtype not in _SUPPORTED:
+        raise TypeError(f"from_dlpack: unsupported dtype {array.dtype}; lucid supports float32, "
+                        "float64, int32, int64 and bool")
     return wrap(array)
 
 

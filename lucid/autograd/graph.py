@@ -6,10 +6,11 @@
   block is active is stored as `pack_hook(tensor)` and given back as `unpack_hook(packed)`.
 - `disable_saved_tensors_hooks(message)`: entering `saved_tensors_hooks` raises
   `RuntimeError(message)` while the block is active.
+- `to_dot(*tensors, show_saved=False)` / `render(*tensors, path=...)`: pictures of the graph.
 """
 from .. import _core
 
-__all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks"]
+__all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks", "to_dot", "render"]
 
 Node = _core.Node
 
@@ -48,3 +49,111 @@ class disable_saved_tensors_hooks:
     def __exit__(self, *exc):
         _core._pop_saved_hooks_disabled()
         return False
+
+
+# -- pictures of the graph -------------------------------------------------------------------------
+
+def _saved_of(node):
+    """(shape, dtype) of each tensor node still holds for backward, in a stable order."""
+    import gc
+    found = []
+    for ref in gc.get_referents(node):
+        if isinstance(ref, _core.SavedTensor) and ref.shape is not None:
+            found.append((ref.shape, ref.dtype))
+        elif type(ref) in (list, tuple):
+            for item in ref:
+                if isinstance(item, _core.SavedTensor) and item.shape is not None:
+                    found.append((item.shape, item.dtype))
+    ctx = getattr(node, "ctx", None)
+    if ctx is not None:
+        for ref in gc.get_referents(ctx):
+            if type(ref) is tuple:
+                found += [(s.shape, s.dtype) for s in ref
+                          if isinstance(s, _core.SavedTensor) and s.shape is not None]
+    return found
+
+
+def _quote(text):
+    """text as a DOT string; line breaks become DOT's \\n escape."""
+    escaped = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
+
+
+def _short_site(site):
+    if site is None:
+        return None
+    path, _, line = site.rpartition(":")
+    return f"{path.rsplit('/', 1)[-1]}:{line}"
+
+
+def to_dot(*tensors, show_saved=False):
+    """The backward graph behind tensors as Graphviz DOT text: each node with its name and the
+    file:line that created it, leaves with shape and dtype, saved tensors when show_saved.
+    The same graph always gives the same text (nodes are numbered in traversal order)."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _core.Tensor):
+            raise TypeError(f"to_dot takes Tensors; argument {i} is {type(t).__name__}")
+    lines = ["digraph backward {", '  rankdir="BT";',
+             '  node [shape=box, fontname="Helvetica", fontsize=10];']
+    ids = {}
+    order = []
+
+    def name_of(node):
+        if id(node) not in ids:
+            ids[id(node)] = f"n{len(ids)}"
+            order.append(node)
+        return ids[id(node)]
+
+    for k, t in enumerate(tensors):
+        root = f"out{k}"
+        dtype = str(t.dtype)
+        lines.append(f'  {root} [label={_quote(f"output {k}{chr(10)}{tuple(t.shape)} {dtype}")}, '
+                     'style=filled, fillcolor="#d9ead3"];')
+        if t.grad_fn is not None:
+            lines.append(f"  {name_of(t.grad_fn)} -> {root};")
+    seen = 0
+    while seen < len(order):
+        node = order[seen]
+        seen += 1
+        me = ids[id(node)]
+        if isinstance(node, _core.AccumulateGrad):
+            v = node.variable
+            label = f"{tuple(v.shape)} {v.dtype}{chr(10)}leaf (AccumulateGrad)"
+            lines.append(f'  {me} [label={_quote(label)}, style=filled, fillcolor="#cfe2f3"];')
+            continue
+        site = _short_site(node.creation_site)
+        label = node.name() + (f"{chr(10)}{site}" if site else "")
+        lines.append(f"  {me} [label={_quote(label)}];")
+        if show_saved:
+            for j, (shape, dtype) in enumerate(_saved_of(node)):
+                saved = f"{me}s{j}"
+                lines.append(f'  {saved} [label={_quote(f"saved {tuple(shape)} {dtype}")}, '
+                             'shape=note, style=filled, fillcolor="#fff2cc"];')
+                lines.append(f"  {saved} -> {me} [style=dashed, arrowhead=none];")
+        for child, slot in node.next_functions:
+            if child is not None:
+                lines.append(f"  {name_of(child)} -> {me};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render(*tensors, path, show_saved=False):
+    """Draw the backward graph to path (.svg, .png or .pdf by its suffix) with Graphviz."""
+    import os
+    try:
+        import graphviz
+    except ImportError:
+        raise RuntimeError("lucid.autograd.graph.render needs the graphviz Python package and "
+                           "Graphviz's `dot` program: pip install 'lucid-autograd[viz]' and "
+                           "install Graphviz (e.g. apt-get install graphviz)") from None
+    stem, suffix = os.path.splitext(str(path))
+    fmt = suffix.lstrip(".").lower() or "svg"
+    if fmt not in ("svg", "png", "pdf"):
+        raise ValueError(f"render: path must end in .svg, .png or .pdf, not {suffix!r}")
+    source = graphviz.Source(to_dot(*tensors, show_saved=show_saved))
+    try:
+        return source.render(filename=stem, format=fmt, cleanup=True)
+    except graphviz.ExecutableNotFound:
+        raise RuntimeError("lucid.autograd.graph.render: Graphviz's `dot` program was not found; "
+                           "install Graphviz (e.g. apt-get install graphviz) besides "
+                           "pip install 'lucid-autograd[viz]'") from None
