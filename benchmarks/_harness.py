@@ -479,9 +479,9 @@ def describe_exit(code):
     return f"exit status {code}"
 
 
-def run_fresh(cmd, timeout):
+def run_fresh(cmd, timeout, extra_env=None):
     """Run a child that prints one JSON line last; returns that record, or an error record."""
-    env = dict(os.environ, **FRESH_ENV)
+    env = dict(os.environ, **FRESH_ENV, **(extra_env or {}))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:

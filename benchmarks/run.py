@@ -45,6 +45,7 @@ REGISTRY = [
     "w3_mlp_step",
     "w4_custom_function",
     "w5_large_elementwise",
+    "w5_avx2",              # W5 again with NumPy forced onto its AVX2 kernels
     "w6_backward_replay",
     "w8_hvp",
     "w11_lbfgs",
@@ -118,7 +119,19 @@ def read_records(path):
 
 
 def run_workers(mods, quick, clock="wall"):
-    """Run the workloads in child processes; returns the list of records.
+    """Run the workloads in child processes, one group per environment a workload asks for
+    (its ENV, e.g. W5/AVX2's NumPy CPU features); returns the list of records."""
+    records = []
+    groups = {}
+    for m in mods:
+        groups.setdefault(tuple(sorted(getattr(m, "ENV", {}).items())), []).append(m)
+    for env, group in groups.items():
+        records += run_worker_group(group, quick, clock, dict(env))
+    return records
+
+
+def run_worker_group(mods, quick, clock, extra_env):
+    """Run workloads sharing one environment in child processes; returns the list of records.
 
     When the child dies (crash, or no progress within the timeout), the cell it was in gets an
     error; if that was lucid, the same workload is rerun without lucid so that the floor and
@@ -135,7 +148,7 @@ def run_workers(mods, quick, clock="wall"):
                f"--_count={len(mods)}", f"--clock={clock}"]
         if quick:
             cmd.append("--quick")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=dict(os.environ, **extra_env))
         last_len, last_change, killed = 0, time.monotonic(), False
         try:
             while proc.poll() is None:
@@ -224,11 +237,11 @@ def assemble(mods, records, args, env):
     }
 
 
-def fresh(wid, lib, quick, n=None):
+def fresh(wid, lib, quick, n=None, extra_env=None):
     """One measurement in a fresh process (W5 peak memory, W10 one size)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--_fresh", wid, "--_lib", lib]
     cmd += (["--quick"] if quick else []) + ([f"--_n={n}"] if n is not None else [])
-    return h.run_fresh(cmd, FRESH_TIMEOUT)
+    return h.run_fresh(cmd, FRESH_TIMEOUT, extra_env)
 
 
 def fresh_main(args):
@@ -295,7 +308,8 @@ def main(argv=None):
             if not getattr(m, "MEMORY", False):
                 continue
             h.progress(f"{m.ID} peak memory: one fresh process per library ...")
-            w["memory"] = {lib: fresh(m.ID, lib, args.quick) for lib in h.LIBS}
+            w["memory"] = {lib: fresh(m.ID, lib, args.quick, extra_env=getattr(m, "ENV", None))
+                           for lib in h.LIBS}
             h.progress(f"{m.ID} peak memory: " + ", ".join(
                 f"{lib} " + (_report.fmt_bytes(v["peak_bytes"]) if v.get("status") == "ok"
                              else v.get("status")) for lib, v in w["memory"].items()))
