@@ -157,6 +157,16 @@ cdef class AccumulateGrad(Node):
 cdef Node gradient_node(Tensor t)               # t's grad_fn or its (lazily made) AccumulateGrad
 cdef int64_t next_sequence_nr() noexcept
 cdef void attach_output(Tensor out, Node node, int output_nr)   # out.grad_fn = node
+
+
+# ------------------------------------------------------------------------------------------------
+# Forward mode, for native ops that carry tangents (lucid/_forward_ad.pxi)
+# ------------------------------------------------------------------------------------------------
+cdef bint fw_enabled() noexcept nogil            # is a dual level active in this thread?
+cdef Tensor fw_tangent(Tensor t)                 # t's tangent at the active level, or None
+cdef void fw_set_tangent(Tensor t, Tensor tangent) except *   # give t a tangent (None: nothing)
+cdef long fw_suspend() noexcept nogil            # turn forward mode off while a rule runs ...
+cdef void fw_resume(long level) noexcept nogil   # ... and back on
 cdef Node record(Node node, Tensor a, Tensor b) # fill sequence_nr and edges from inputs a (and b)
 
 

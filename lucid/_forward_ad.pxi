@@ -117,6 +117,29 @@ cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
     return t
 
 
+# -- the same, exported through _core.pxd for native ops ---------------------------------------
+
+cdef bint fw_enabled() noexcept nogil:
+    return fw_active()
+
+
+cdef Tensor fw_tangent(Tensor t):
+    return tangent_of(t)
+
+
+cdef void fw_set_tangent(Tensor t, Tensor tangent) except *:
+    if tangent is not None:
+        set_tangent(t, checked_tangent(t, tangent, "fw_set_tangent"))
+
+
+cdef long fw_suspend() noexcept nogil:
+    return suspend_fw()
+
+
+cdef void fw_resume(long level) noexcept nogil:
+    resume_fw(level)
+
+
 # -- the alias op: make_dual's and unpack_dual's result shares memory and history ---------------
 
 cdef class AliasBackward(Node):

@@ -11,7 +11,8 @@ from libc.math cimport exp, expf, log1p, log1pf, fabs, fabsf
 import numpy as np
 
 from lucid._core cimport (Node, Tensor, SavedTensor, save_tensor, wrap, record, attach_output,
-                          grad_enabled, mul, sigmoid, check_abi, ABI_VERSION)
+                          grad_enabled, mul, sigmoid, check_abi, ABI_VERSION, fw_enabled,
+                          fw_tangent, fw_set_tangent, fw_suspend, fw_resume)
 
 # Fail at import, with an ImportError naming both versions, if the installed lucid's C layout is
 # not the one this module was compiled against (rebuild it then).
@@ -78,6 +79,19 @@ cdef class SoftplusBackward(Node):
         return (wrap(out.reshape(x.data.shape)),)
 
 
+cdef Tensor softplus_jvp(Tensor x):
+    """dy = tx * sigmoid(x): the same derivative as the backward, on x's tangent (None if none).
+    Computed with lucid's ops, with forward mode suspended, so reverse mode can differentiate it."""
+    cdef Tensor tx = fw_tangent(x)
+    if tx is None:
+        return None
+    cdef long level = fw_suspend()
+    try:
+        return mul(tx, sigmoid(x))
+    finally:
+        fw_resume(level)
+
+
 def softplus(Tensor x):
     """log(1 + exp(x)), computed stably in one pass."""
     xd = float_array(x.data, "x")
@@ -88,6 +102,8 @@ def softplus(Tensor x):
         softplus_kernel[float](xd, out)
     cdef Tensor y = wrap(out.reshape(x.data.shape))
     cdef SoftplusBackward node
+    if fw_enabled():                               # forward mode: only inside a dual level
+        fw_set_tangent(y, softplus_jvp(x))         # before saving anything (Note [Forward mode])
     if grad_enabled() and x.requires_grad_c():
         node = SoftplusBackward.__new__(SoftplusBackward)
         record(node, x, None)                      # sequence number, edge to x's producer
