@@ -100,15 +100,17 @@ cdef class ReluBackward(UnaryBackward):
 
 cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
                          unary_rule rule):
-    """out's tangent by rule when a dual level is active; attach node to out when a requires
-    grad, saving a, or out when save_output."""
+    """Attach node to out when a requires grad; give out its tangent by rule when a dual level
+    is active (after attaching, so a rule that reads out records through it: reverse-over-
+    forward); then save a, or out when save_output (a saved output keeps its tangent)."""
+    cdef bint recording = grad_enabled() and a.requires_grad_c()
+    if recording:
+        record(node, a, None)
+        attach_output(out, node, 0)
     if fw_active():
         set_tangent(out, unary_jvp(rule, a, out))
-    if not (grad_enabled() and a.requires_grad_c()):
-        return out
-    record(node, a, None)
-    attach_output(out, node, 0)
-    node.saved_x = save_tensor(out if save_output else a, node, save_output)
+    if recording:
+        node.saved_x = save_tensor(out if save_output else a, node, save_output)
     return out
 
 
