@@ -125,7 +125,7 @@ def _second_pair(lucid_fn, torch_fn, a, w):
     """(lucid's, torch's) d/dx of sum(w * d(sum fn(x))/dx): double backward."""
     x = f64(a, requires_grad=True)
     (g,) = lucid.autograd.grad(lucid_fn(x).sum(), (x,), create_graph=True)
-    (lucid_fn and (g * f64(w)).sum()).backward()
+    (g * f64(w)).sum().backward()
     tx = torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
     (tg,) = torch.autograd.grad(torch_fn(tx).sum(), (tx,), create_graph=True)
     (tg * torch.tensor(np.asarray(w, dtype=np.float64))).sum().backward()
