@@ -8,6 +8,10 @@ from ._core import (
     transpose, permute, flatten, squeeze, unsqueeze, expand, cat, stack, clone,
 )
 from ._core import reduce_max as max, reduce_min as min
+from ._core import (
+    prod, var, std, norm, logsumexp, softmax, log_softmax, cumsum, cumprod, argmax, argmin,
+    reduce_all as all, reduce_any as any,
+)
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
     manual_seed, randn, rand, get_rng_state, set_rng_state,

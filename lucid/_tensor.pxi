@@ -467,6 +467,46 @@ cdef class Tensor:
     def unsqueeze(self, dim):
         return unsqueeze(self, dim)
 
+    # -- statistics (ops/statistics.pxi, ops/softmax.pxi, ops/cumulative.pxi) ------------------
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        return prod(self, dim, keepdim, dtype=dtype)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return std(self, dim, unbiased, keepdim, correction=correction)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return norm(self, p, dim, keepdim, dtype)
+
+    def logsumexp(self, dim, keepdim=False):
+        return logsumexp(self, dim, keepdim)
+
+    def softmax(self, dim, *, dtype=None):
+        return softmax(self, dim, dtype=dtype)
+
+    def log_softmax(self, dim, *, dtype=None):
+        return log_softmax(self, dim, dtype=dtype)
+
+    def cumsum(self, dim, *, dtype=None):
+        return cumsum(self, dim, dtype=dtype)
+
+    def cumprod(self, dim, *, dtype=None):
+        return cumprod(self, dim, dtype=dtype)
+
+    def argmax(self, dim=None, keepdim=False):
+        return argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return argmin(self, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return reduce_all(self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return reduce_any(self, dim, keepdim)
+
 
 cdef Py_ssize_t _hook_counter = 0
 
