@@ -29,7 +29,8 @@ cdef tuple parse_einsum(str equation, list ts):
         sub = ins[i]
         shape = (<Tensor>ts[i]).data.shape
         if not (sub == "" or (sub.isascii() and sub.isalpha())):
-            raise RuntimeError(f"einsum: subscripts {sub!r} of operand {i} must be letters a-z, A-Z")
+            raise RuntimeError(f"einsum: subscripts {sub!r} of operand {i} must be letters "
+                               "a-z, A-Z")
         if len(sub) != len(shape):
             raise RuntimeError(f"einsum: operand {i} has {len(shape)} dims (shape {shape}) but "
                                f"its subscripts {sub!r} name {len(sub)}")

@@ -9,7 +9,7 @@
 # does the rest.
 
 cdef Tensor take_at(Tensor a, tuple key, type node_type, bint is_view):
-    """a[key] as its own op (Note [Ops as keys]): a view for a key of ints and slices, else a copy."""
+    """a[key] as its own op (Note [Ops as keys]): a view for ints and slices, else a copy."""
     cdef object arr = a.data[key]
     cdef Tensor out = wrap_like_view(arr, a) if is_view else wrap(as_array(arr))
     if fw_active():
@@ -90,7 +90,7 @@ cdef void check_index_fits(tuple idx_shape, tuple shape, Py_ssize_t skip, str op
 # -- gather --------------------------------------------------------------------------------------
 
 cdef class GatherBackward(IndexBackward):
-    """y = gather(x, d, idx) = x[key]  ->  gx = index_backward(g, x.shape, key)  (Note [Ops as keys])"""
+    """y = gather(x, d, idx) = x[key]  ->  gx = index_backward(g, x.shape, key)"""
 
 
 def gather(Tensor input, dim, index):
@@ -216,9 +216,10 @@ cdef object bool_mask(object mask, str op):
     """mask's bool ndarray; TypeError for anything else."""
     cdef object arr = (<Tensor>mask).data if isinstance(mask, Tensor) else \
         mask if isinstance(mask, np.ndarray) else None
-    if arr is None or arr.dtype != bool_:
-        raise TypeError(f"{op}: mask must be a bool tensor, not "
-                        f"{dtype_name(arr.dtype) if arr is not None and arr.dtype in _SUPPORTED else type(mask).__name__}")
+    if arr is None:
+        raise TypeError(f"{op}: mask must be a bool tensor, not {type(mask).__name__}")
+    if arr.dtype != bool_:
+        raise TypeError(f"{op}: mask must be a bool tensor, not a {arr.dtype} one")
     return arr
 
 

@@ -185,7 +185,7 @@ cdef Tensor diagonal_of(Tensor a, Py_ssize_t k):
 
 
 def diag(Tensor input, diagonal=0):
-    """1-d input: the square matrix with input on diagonal `diagonal`; 2-d: that diagonal (a copy)."""
+    """1-d input: a square matrix with input on diagonal `diagonal`; 2-d: that diagonal, copied."""
     cdef int nd = ndim_of(input.data)
     cdef Py_ssize_t k = diagonal.__index__(), n
     if nd == 1:
