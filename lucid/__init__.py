@@ -7,6 +7,10 @@ from ._core import (
     sigmoid, relu, clamp, maximum, minimum, where, sum, mean, amax, amin, reshape, view,
     transpose, permute, flatten, squeeze, unsqueeze, expand, cat, stack, clone,
 )
+from ._core import (
+    gather, scatter_add, index_select, take_along_dim, masked_fill, masked_select, split, chunk,
+    unbind, narrow, flip, roll, tile, tril, triu, diagonal, diag, trace, movedim, einsum,
+)
 from ._core import reduce_max as max, reduce_min as min
 from ._core import (
     prod, var, std, norm, logsumexp, softmax, log_softmax, cumsum, cumprod, argmax, argmin,

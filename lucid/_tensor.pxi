@@ -506,6 +506,79 @@ cdef class Tensor:
 
     def any(self, dim=None, keepdim=False):
         return reduce_any(self, dim, keepdim)
+    # -- indexing and shape (ops/gather.pxi, ops/rearrange.pxi) ---------------------------------
+    def gather(self, dim, index):
+        return gather(self, dim, index)
+
+    def scatter_add(self, dim, index, src):
+        return scatter_add(self, dim, index, src)
+
+    def index_select(self, dim, index):
+        return index_select(self, dim, index)
+
+    def take_along_dim(self, indices, dim=None):
+        return take_along_dim(self, indices, dim)
+
+    def masked_fill(self, mask, value):
+        return masked_fill(self, mask, value)
+
+    def masked_select(self, mask):
+        return masked_select(self, mask)
+
+    def split(self, split_size, dim=0):
+        return split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        return unbind(self, dim)
+
+    def narrow(self, dim, start, length):
+        return narrow(self, dim, start, length)
+
+    def flip(self, *dims):
+        return flip(self, shape_arg(dims))
+
+    def roll(self, shifts, dims=None):
+        return roll(self, shifts, dims)
+
+    def repeat(self, *sizes):
+        return repeat(self, shape_arg(sizes))
+
+    def tile(self, *dims):
+        return tile(self, shape_arg(dims))
+
+    def tril(self, diagonal=0):
+        return tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return triu(self, diagonal)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal=0):
+        return diag(self, diagonal)
+
+    def trace(self):
+        return trace(self)
+
+    def movedim(self, source, destination):
+        return movedim(self, source, destination)
+
+    @property
+    def mT(self):
+        return matrix_transpose(self)
+
+    def expand_as(self, other):
+        return expand_as(self, other)
+
+    def contiguous(self):
+        return contiguous(self)
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
 
 
 cdef Py_ssize_t _hook_counter = 0
