@@ -8,12 +8,14 @@ from ._core import (
     transpose, permute, flatten, squeeze, unsqueeze, expand, cat, stack, clone,
 )
 from ._core import reduce_max as max, reduce_min as min
+from ._core import mm, bmm, dot, outer
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
     manual_seed, randn, rand,
 )
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from . import autograd
+from . import linalg
 
 float32 = _core.float32
 float64 = _core.float64
