@@ -9,7 +9,9 @@
 #   and the second derivative runs through the same nodes again. Matrix helpers below mask with
 #   select_grad (a selection with constant weights, Note [Mask by selection]), never with a
 #   0/1 product. Inputs of cholesky and eigh are read as symmetric: their gradients are
-#   symmetric and their jvp rules take the tangent as symmetric, like PyTorch's.
+#   symmetric and their jvp rules take the tangent as symmetric, like PyTorch's. A jvp rule that
+#   reads the op's output recomputes it with the op when reverse mode records (tracks), so a
+#   tangent can itself be differentiated (reverse over forward) without a cycle through out.
 
 from collections import namedtuple
 

@@ -284,7 +284,7 @@ cdef Tensor trace_solve(Tensor a, Tensor da):
 
 
 cdef class LinalgDetBackward(Node):
-    """d = det(A)  ->  gA = (g d) A^-T"""
+    """d = det(A)  ->  gA = (g d) A^-T  (an exactly singular A raises inv's singular error)"""
     cdef SavedTensor a
     cdef SavedTensor d
 
