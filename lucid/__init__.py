@@ -16,6 +16,7 @@ from ._core import (
     prod, var, std, norm, logsumexp, softmax, log_softmax, cumsum, cumprod, argmax, argmin,
     reduce_all as all, reduce_any as any,
 )
+from ._core import mm, bmm, dot, outer
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
     manual_seed, randn, rand, get_rng_state, set_rng_state,
@@ -23,6 +24,7 @@ from ._creation import (
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from ._core import from_dlpack
 from . import autograd
+from . import linalg
 
 float32 = _core.float32
 float64 = _core.float64

@@ -579,6 +579,27 @@ cdef class Tensor:
 
     def is_contiguous(self):
         return bool(self.data.flags.c_contiguous)
+    # -- linear algebra (ops/linalg_products.pxi, ops/linalg_solve.pxi) ------------------------
+    def mm(self, mat2):
+        return mm(self, mat2)
+
+    def bmm(self, mat2):
+        return bmm(self, mat2)
+
+    def dot(self, tensor):
+        return dot(self, tensor)
+
+    def outer(self, vec2):
+        return outer(self, vec2)
+
+    def det(self):
+        return linalg_det(self)
+
+    def slogdet(self):
+        return linalg_slogdet(self)
+
+    def inverse(self):
+        return linalg_inv(self)
 
 
 cdef Py_ssize_t _hook_counter = 0
