@@ -1,17 +1,21 @@
 """Checks of one random program (tests/random_programs.py); each returns None or a report.
 
 * forward: every step's lucid value against NumPy (float64, and float32 with float32 dtypes kept);
-* first order: a VJP with a random cotangent against float64 central finite differences of the
-  same lucid program (and the float32 VJP against the float64 one);
+* first order: a VJP with random cotangents (in random memory layouts; by backward(), by
+  autograd.grad, or by backward() twice, which must accumulate) against float64 central finite
+  differences of the same lucid program, and the float32 VJP against the float64 one; neither the
+  cotangents nor the leaves may be written;
 * second order: gradgradcheck of the program made scalar (sum of out * w).
 A mismatch is re-measured with two other finite-difference steps; when those disagree with each
 other the point is not smooth enough to judge and the program is counted as inconclusive.
 A report is the (shrunk) program as a runnable script, ending with the failing comparison.
 """
+from dataclasses import dataclass
+
 import numpy as np
 
 import lucid
-from random_programs import render, run_lucid, run_numpy
+from random_programs import Leaf, layouts_for, leaf_array, leaf_code, render, run_lucid, run_numpy
 from row_source import value_code
 
 INCONCLUSIVE = "inconclusive"
@@ -81,25 +85,53 @@ def fd_vjp(prog, us, eps):
     return grads
 
 
-def _vjp(prog, np_dtype, us):
-    """lucid's gradients for each leaf: backward() for one output, autograd.grad for several."""
+MODES = ("backward", "autograd.grad", "backward twice")
+
+
+@dataclass
+class Pullback:
+    """How gradients are asked for: the mode and each cotangent's memory layout."""
+    mode: str
+    layouts: tuple
+
+    def factor(self):
+        return 2.0 if self.mode == "backward twice" else 1.0
+
+
+def _random_pullback(prog, us, rng):
+    mode = MODES[int(rng.integers(len(MODES)))]
+    return Pullback(mode, tuple(layouts_for(u.shape)[int(rng.integers(len(layouts_for(u.shape))))]
+                                for u in us))
+
+
+def _vjp(prog, np_dtype, us, pull):
+    """lucid's gradients for each leaf (scaled by pull.factor()), or a failure of the cotangents."""
     env = run_lucid(prog, np_dtype)
-    dt = lucid.float64 if np_dtype == np.float64 else lucid.float32
-    cots = [lucid.tensor(u.astype(np_dtype), dtype=dt) for u in us]
+    cots = [lucid.from_numpy(leaf_array(u, layout, np_dtype)) for u, layout in zip(us, pull.layouts)]
     leaves = [env[leaf.name] for leaf in prog.leaves]
-    if len(prog.outputs) == 1:
-        env[prog.outputs[0]].backward(cots[0])
-        grads = [t.grad for t in leaves]
+    outs = [env[o] for o in prog.outputs]
+    if pull.mode == "autograd.grad":
+        grads = lucid.autograd.grad(outs, leaves, cots, allow_unused=True)
     else:
-        grads = lucid.autograd.grad([env[o] for o in prog.outputs], leaves, cots,
-                                    allow_unused=True)
+        for _ in range(int(pull.factor())):
+            for out, cot in zip(outs, cots):
+                out.backward(cot, retain_graph=True)
+        grads = [t.grad for t in leaves]
+    for j, (u, cot) in enumerate(zip(us, cots)):
+        if not np.array_equal(_np(cot), u.astype(np_dtype)):
+            return (None, _np(cot), u, f"the gradient computation wrote into the cotangent u{j}")
+    for leaf, t in zip(prog.leaves, leaves):
+        if not np.array_equal(_np(t), leaf.values.astype(np_dtype)):
+            return (None, _np(t), leaf.values, f"the gradient computation wrote into {leaf.name}")
     return [None if g is None else (_np(g), g.dtype, g.shape) for g in grads]
 
 
-def _first_order_failure(prog, us):
-    """None, INCONCLUSIVE or (leaf index, lucid gradient, numerical gradient, what)."""
-    analytic = _vjp(prog, np.float64, us)
-    numeric = fd_vjp(prog, us, EPS)
+def _first_order_failure(prog, us, pull):
+    """None, INCONCLUSIVE or (leaf index or None, lucid's value, expected value, what)."""
+    analytic = _vjp(prog, np.float64, us, pull)
+    if isinstance(analytic, tuple):
+        return analytic
+    numeric = [pull.factor() * g for g in fd_vjp(prog, us, EPS)]
     for i, (leaf, a, n) in enumerate(zip(prog.leaves, analytic, numeric)):
         got = np.zeros(leaf.values.shape) if a is None else a[0]
         if a is not None and (a[1] != lucid.float64 or tuple(a[2]) != leaf.values.shape):
@@ -111,7 +143,10 @@ def _first_order_failure(prog, us):
                 return INCONCLUSIVE
             return i, got, n, "gradient differs from central finite differences"
     # the float32 backward agrees with the float64 one
-    for i, (leaf, a64, a32) in enumerate(zip(prog.leaves, analytic, _vjp(prog, np.float32, us))):
+    analytic32 = _vjp(prog, np.float32, us, pull)
+    if isinstance(analytic32, tuple):
+        return analytic32
+    for i, (leaf, a64, a32) in enumerate(zip(prog.leaves, analytic, analytic32)):
         if (a64 is None) != (a32 is None):
             return i, a32, a64, "float32 and float64 runs disagree on which leaves get a gradient"
         if a32 is None:
@@ -128,42 +163,49 @@ def _cotangents(prog, rng):
     return [np.round(rng.standard_normal(env[o].shape), 2) for o in prog.outputs]
 
 
-def _vjp_code(prog, us, np_dtype, leaf):
-    dt = f"lucid.{np.dtype(np_dtype).name}"
-    lines = [f"u{j} = lucid.tensor({value_code(u.astype(np_dtype))}, dtype={dt})"
-             for j, u in enumerate(us)]
-    if len(prog.outputs) == 1:
-        return lines + [f"{prog.outputs[0]}.backward(u0)", f"print({leaf}.grad)"]
-    names = ", ".join(leaf.name for leaf in prog.leaves)
-    cots = ", ".join(f"u{j}" for j in range(len(us)))
-    return lines + [f"grads = lucid.autograd.grad([{', '.join(prog.outputs)}], [{names}], [{cots}], "
-                    "allow_unused=True)",
-                    f"print(grads[{[lf.name for lf in prog.leaves].index(leaf)}])  # {leaf}"]
+def _vjp_code(prog, us, np_dtype, pull, leaf):
+    lines = [f"u{j} = lucid.from_numpy({leaf_code(Leaf(f'u{j}', u, layout), np_dtype)})"
+             f"  # {layout}" for j, (u, layout) in enumerate(zip(us, pull.layouts))]
+    leaves = [lf.name for lf in prog.leaves]
+    if pull.mode == "autograd.grad":
+        cots = ", ".join(f"u{j}" for j in range(len(us)))
+        return lines + [f"grads = lucid.autograd.grad([{', '.join(prog.outputs)}], "
+                        f"[{', '.join(leaves)}], [{cots}], allow_unused=True)",
+                        f"print(grads[{leaves.index(leaf)}])  # {leaf}" if leaf else "print(grads)"]
+    calls = [f"{o}.backward(u{j}, retain_graph=True)" for j, o in enumerate(prog.outputs)]
+    if pull.mode == "backward twice":
+        calls = ["for _ in range(2):"] + ["    " + c for c in calls]
+    return lines + calls + [f"print({leaf}.grad)" if leaf else "print(u0)"]
 
 
 def check_first_order(prog, rng):
-    """VJP with random cotangents against finite differences; on a failure, the smallest
-    prefix of the program (one output) that fails is reported."""
+    """VJP with random cotangents (random layouts; backward, autograd.grad, or backward twice
+    to accumulate) against finite differences; on a failure, the smallest prefix of the program
+    (one output) that fails is reported."""
     us = _cotangents(prog, rng)
-    failure = _first_order_failure(prog, us)
+    pull = _random_pullback(prog, us, rng)
+    failure = _first_order_failure(prog, us, pull)
     if failure is None or failure == INCONCLUSIVE:
         return failure
     for step in prog.steps:
         sub = prog.upto(step.name)
         sub_us = _cotangents(sub, rng)
-        sub_failure = _first_order_failure(sub, sub_us)
+        sub_pull = Pullback(pull.mode, tuple(layouts_for(u.shape)[-1] for u in sub_us))
+        sub_failure = _first_order_failure(sub, sub_us, sub_pull)
         if sub_failure is not None and sub_failure != INCONCLUSIVE:
-            prog, us, failure = sub, sub_us, sub_failure
+            prog, us, pull, failure = sub, sub_us, sub_pull, sub_failure
             break
     i, got, want, what = failure
-    leaf = prog.leaves[i].name
+    leaf = None if i is None else prog.leaves[i].name
     np_dtype = np.float32 if "float32" in what else np.float64
-    return (f"wrong gradient in a random program (seed {prog.seed}): d/d({leaf}) of "
-            f"sum_j sum(output_j * u_j): {what}\n" +
-            render(prog, np_dtype, _vjp_code(prog, us, np_dtype, leaf) + [
+    source = ("the float64 run gives" if np_dtype == np.float32 else
+              "expected" if i is None else
+              f"central finite differences{' (x2)' if pull.factor() == 2 else ''} give")
+    return (f"wrong gradient in a random program (seed {prog.seed}, {pull.mode}): "
+            f"{f'd/d({leaf}) of sum_j sum(output_j * u_j): ' if leaf else ''}{what}\n" +
+            render(prog, np_dtype, _vjp_code(prog, us, np_dtype, pull, leaf) + [
                 f"# lucid gives {np.asarray(got).tolist()}",
-                f"# {'the float64 run gives' if np_dtype == np.float32 else 'central finite differences give'} "
-                f"{np.round(np.asarray(want), 8).tolist()}"]))
+                f"# {source} {np.round(np.asarray(want), 8).tolist()}"]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -151,6 +151,24 @@ def render(prog, np_dtype=np.float64, tail=()):
     return "\n".join(lines)
 
 
+def features(prog):
+    """What the program exercises (for the run's summary): shapes, layouts, views, broadcasting."""
+    env = run_numpy(prog)
+    found = {f"layout:{leaf.layout}" for leaf in prog.leaves}
+    found |= {step.label for step in prog.steps if step.label.startswith("view:")}
+    for value in env.values():
+        if value.ndim == 0:
+            found.add("0-d")
+        if value.size == 0:
+            found.add("0-size")
+    for step in prog.steps:
+        if len({env[a].shape for a in step.args}) > 1:
+            found.add("mixed shapes")
+    if len(prog.outputs) > 1:
+        found.add("several outputs")
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # domains of reused operands
 # ---------------------------------------------------------------------------------------------

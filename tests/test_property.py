@@ -10,6 +10,7 @@ Each is checked against NumPy (forward values) and float64 central finite differ
 Budget: LUCID_PROPERTY_SECONDS (default 4) seconds in all, after the one pass over every row;
 LUCID_PROPERTY_SEED picks another sequence of programs. A failure prints the program as a script.
 """
+import collections
 import os
 import time
 
@@ -19,7 +20,7 @@ import pytest
 import lucid
 import op_table as T
 from program_checks import INCONCLUSIVE, check_first_order, check_forward, check_second_order
-from random_programs import Generator, MAX_NUMEL, leaf_array, render, run_lucid
+from random_programs import Generator, MAX_NUMEL, features, leaf_array, render, run_lucid
 
 SECONDS = float(os.environ.get("LUCID_PROPERTY_SECONDS", "4"))
 SEED = int(os.environ.get("LUCID_PROPERTY_SEED", "0"))
@@ -33,7 +34,8 @@ GRADGRAD_ROWS = [spec for spec in ROWS if spec.gradgrad]
 def _report(kind, stats, failures):
     print(f"\n{kind}: {stats['programs']} programs, {stats['steps']} steps, "
           f"{stats['inconclusive']} inconclusive (near a kink), {len(stats['labels'])} rows/views "
-          f"used, {len(failures)} failures, seed {SEED}, {stats['seconds']:.1f} s")
+          f"used, {len(failures)} failures, seed {SEED}, {stats['seconds']:.1f} s\nprograms with: " +
+          ", ".join(f"{name} {n}" for name, n in sorted(stats["features"].items())))
     excluded = [f"{spec.name}: {spec.reason}" for spec in T.OPS if not spec.property]
     if excluded:
         print("kept out of the property test:\n  " + "\n  ".join(excluded))
@@ -44,7 +46,8 @@ def _report(kind, stats, failures):
 
 
 def _run(kind, rows, check, budget, anchors, make_generator):
-    stats = {"programs": 0, "steps": 0, "inconclusive": 0, "labels": set()}
+    stats = {"programs": 0, "steps": 0, "inconclusive": 0, "labels": set(),
+             "features": collections.Counter()}
     failures, seen = [], set()
     start = time.perf_counter()
     k = 0
@@ -58,6 +61,7 @@ def _run(kind, rows, check, budget, anchors, make_generator):
         stats["programs"] += 1
         stats["steps"] += len(prog.steps)
         stats["labels"] |= {s.label for s in prog.steps}
+        stats["features"].update(features(prog))
         result = check(prog, rng)
         if result == INCONCLUSIVE:
             stats["inconclusive"] += 1
@@ -153,9 +157,17 @@ def test_first_order_check_catches_a_wrong_gradient_and_prints_the_program():
     report = check_first_order(prog, np.random.default_rng(2))
     assert report not in (None, INCONCLUSIVE)
     assert "wrong gradient" in report and "_tripled_gradient(" in report
-    assert "import lucid" in report and "u0 = lucid.tensor(" in report
-    assert ".backward(u0)" in report or "lucid.autograd.grad([" in report
-    print(report)
+    assert "import lucid" in report and "u0 = lucid.from_numpy(" in report
+    assert ".backward(u0" in report or "lucid.autograd.grad([" in report
+    # the printed program runs (given the helper this test defines) and shows the wrong gradient
+    code = report.split("\n", 1)[1]
+    lucid_says = eval(code.rsplit("# lucid gives ", 1)[1].splitlines()[0])
+    scope = {"_tripled_gradient": _tripled_gradient}
+    exec(compile(code, "<report>", "exec"), scope)
+    leaf = report.split("d/d(", 1)[1].split(")", 1)[0]
+    got = scope["grads"][[n for n in scope if n.startswith("x")].index(leaf)] \
+        if "grads" in scope else scope[leaf].grad
+    np.testing.assert_allclose(got.numpy(), lucid_says)
 
 
 def test_second_order_check_catches_a_wrong_second_derivative():
