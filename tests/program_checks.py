@@ -3,8 +3,9 @@
 * forward: every step's lucid value against NumPy (float64, and float32 with float32 dtypes kept);
 * first order: a VJP with random cotangents (in random memory layouts; by backward(), by
   autograd.grad, or by backward() twice, which must accumulate) against float64 central finite
-  differences of the same lucid program, and the float32 VJP against the float64 one; neither the
-  cotangents nor the leaves may be written;
+  differences of the same lucid program; the VJP with float32 leaves, and with a random mix of
+  float32 and float64 leaves (each gradient in its leaf's dtype), against the float64 one; neither
+  the cotangents nor the leaves may be written;
 * second order: gradgradcheck of the program made scalar (sum of out * w).
 A mismatch is re-measured with two other finite-difference steps; when those disagree with each
 other the point is not smooth enough to judge and the program is counted as inconclusive.
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import lucid
-from random_programs import Leaf, layouts_for, leaf_array, leaf_code, render, run_lucid, run_numpy
+from random_programs import (Leaf, layouts_for, leaf_array, leaf_code, leaf_dtype, render,
+                             run_lucid, run_numpy)
 from row_source import value_code
 
 INCONCLUSIVE = "inconclusive"
@@ -107,9 +109,11 @@ def _random_pullback(prog, us, rng):
 def _vjp(prog, np_dtype, us, pull):
     """lucid's gradients for each leaf (scaled by pull.factor()), or a failure of the cotangents."""
     env = run_lucid(prog, np_dtype)
-    cots = [lucid.from_numpy(leaf_array(u, layout, np_dtype)) for u, layout in zip(us, pull.layouts)]
     leaves = [env[leaf.name] for leaf in prog.leaves]
     outs = [env[o] for o in prog.outputs]
+    cot_dtypes = [np.float64 if o.dtype == lucid.float64 else np.float32 for o in outs]
+    cots = [lucid.from_numpy(leaf_array(u, layout, dt))
+            for u, layout, dt in zip(us, pull.layouts, cot_dtypes)]
     if pull.mode == "autograd.grad":
         grads = lucid.autograd.grad(outs, leaves, cots, allow_unused=True)
     else:
@@ -117,17 +121,19 @@ def _vjp(prog, np_dtype, us, pull):
             for out, cot in zip(outs, cots):
                 out.backward(cot, retain_graph=True)
         grads = [t.grad for t in leaves]
-    for j, (u, cot) in enumerate(zip(us, cots)):
-        if not np.array_equal(_np(cot), u.astype(np_dtype)):
-            return (None, _np(cot), u, f"the gradient computation wrote into the cotangent u{j}")
-    for leaf, t in zip(prog.leaves, leaves):
-        if not np.array_equal(_np(t), leaf.values.astype(np_dtype)):
-            return (None, _np(t), leaf.values, f"the gradient computation wrote into {leaf.name}")
+    for j, (u, cot, dt) in enumerate(zip(us, cots, cot_dtypes)):
+        if not np.array_equal(_np(cot), u.astype(dt)):
+            return (None, _np(cot), u, f"the gradient computation wrote into the cotangent u{j}",
+                    np_dtype)
+    for i, (leaf, t) in enumerate(zip(prog.leaves, leaves)):
+        if not np.array_equal(_np(t), leaf.values.astype(leaf_dtype(np_dtype, i))):
+            return (None, _np(t), leaf.values, f"the gradient computation wrote into {leaf.name}",
+                    np_dtype)
     return [None if g is None else (_np(g), g.dtype, g.shape) for g in grads]
 
 
-def _first_order_failure(prog, us, pull):
-    """None, INCONCLUSIVE or (leaf index or None, lucid's value, expected value, what)."""
+def _first_order_failure(prog, us, pull, rng):
+    """None, INCONCLUSIVE or (leaf index or None, lucid's value, expected value, what, dtypes)."""
     analytic = _vjp(prog, np.float64, us, pull)
     if isinstance(analytic, tuple):
         return analytic
@@ -135,26 +141,31 @@ def _first_order_failure(prog, us, pull):
     for i, (leaf, a, n) in enumerate(zip(prog.leaves, analytic, numeric)):
         got = np.zeros(leaf.values.shape) if a is None else a[0]
         if a is not None and (a[1] != lucid.float64 or tuple(a[2]) != leaf.values.shape):
-            return i, got, n, f"gradient has dtype {a[1]} and shape {a[2]}"
+            return i, got, n, f"gradient has dtype {a[1]} and shape {a[2]}", np.float64
         atol = 1e-6 * (1.0 + (np.max(np.abs(n)) if n.size else 0.0))
         if not _close(got, n, 1e-4, atol):
             wide, narrow = fd_vjp(prog, us, 1e-4)[i], fd_vjp(prog, us, 1e-7)[i]
             if not _close(wide, narrow, 1e-3, 100 * atol):
                 return INCONCLUSIVE
-            return i, got, n, "gradient differs from central finite differences"
-    # the float32 backward agrees with the float64 one
-    analytic32 = _vjp(prog, np.float32, us, pull)
-    if isinstance(analytic32, tuple):
-        return analytic32
-    for i, (leaf, a64, a32) in enumerate(zip(prog.leaves, analytic, analytic32)):
-        if (a64 is None) != (a32 is None):
-            return i, a32, a64, "float32 and float64 runs disagree on which leaves get a gradient"
-        if a32 is None:
-            continue
-        g64 = a64[0]
-        scale = 1.0 + (np.max(np.abs(g64)) if g64.size else 0.0)
-        if a32[1] != lucid.float32 or not _close(a32[0], g64, 1e-3, 1e-3 * scale):
-            return i, a32[0], g64, f"float32 gradient ({a32[1]}) differs from the float64 one"
+            return i, got, n, "gradient differs from central finite differences", np.float64
+    # float32 leaves, and a random mix of float32 and float64 leaves, agree with float64
+    mixed = tuple((np.float32, np.float64)[int(b)] for b in rng.integers(0, 2, len(prog.leaves)))
+    for dtypes in (np.float32, mixed):
+        other = _vjp(prog, dtypes, us, pull)
+        if isinstance(other, tuple):
+            return other
+        for i, (leaf, a64, a) in enumerate(zip(prog.leaves, analytic, other)):
+            want_dtype = lucid.float64 if leaf_dtype(dtypes, i) == np.float64 else lucid.float32
+            if (a64 is None) != (a is None):
+                return i, a, a64, "runs in float64 and in these dtypes disagree on which " \
+                    "leaves get a gradient", dtypes
+            if a is None:
+                continue
+            g64 = a64[0]
+            scale = 1.0 + (np.max(np.abs(g64)) if g64.size else 0.0)
+            if a[1] != want_dtype or not _close(a[0], g64, 1e-3, 1e-3 * scale):
+                return i, a[0], g64, f"gradient ({a[1]}) of a {want_dtype} leaf differs from " \
+                    "the all-float64 run", dtypes
     return None
 
 
@@ -164,8 +175,10 @@ def _cotangents(prog, rng):
 
 
 def _vjp_code(prog, us, np_dtype, pull, leaf):
-    lines = [f"u{j} = lucid.from_numpy({leaf_code(Leaf(f'u{j}', u, layout), np_dtype)})"
-             f"  # {layout}" for j, (u, layout) in enumerate(zip(us, pull.layouts))]
+    env = run_lucid(prog, np_dtype, requires_grad=False)
+    dts = [np.float64 if env[o].dtype == lucid.float64 else np.float32 for o in prog.outputs]
+    lines = [f"u{j} = lucid.from_numpy({leaf_code(Leaf(f'u{j}', u, layout), dt)})  # {layout}"
+             for j, (u, layout, dt) in enumerate(zip(us, pull.layouts, dts))]
     leaves = [lf.name for lf in prog.leaves]
     if pull.mode == "autograd.grad":
         cots = ", ".join(f"u{j}" for j in range(len(us)))
@@ -184,26 +197,25 @@ def check_first_order(prog, rng):
     (one output) that fails is reported."""
     us = _cotangents(prog, rng)
     pull = _random_pullback(prog, us, rng)
-    failure = _first_order_failure(prog, us, pull)
+    failure = _first_order_failure(prog, us, pull, rng)
     if failure is None or failure == INCONCLUSIVE:
         return failure
     for step in prog.steps:
         sub = prog.upto(step.name)
         sub_us = _cotangents(sub, rng)
         sub_pull = Pullback(pull.mode, tuple(layouts_for(u.shape)[-1] for u in sub_us))
-        sub_failure = _first_order_failure(sub, sub_us, sub_pull)
+        sub_failure = _first_order_failure(sub, sub_us, sub_pull, rng)
         if sub_failure is not None and sub_failure != INCONCLUSIVE:
             prog, us, pull, failure = sub, sub_us, sub_pull, sub_failure
             break
-    i, got, want, what = failure
+    i, got, want, what, dtypes = failure
     leaf = None if i is None else prog.leaves[i].name
-    np_dtype = np.float32 if "float32" in what else np.float64
-    source = ("the float64 run gives" if np_dtype == np.float32 else
-              "expected" if i is None else
-              f"central finite differences{' (x2)' if pull.factor() == 2 else ''} give")
+    source = ("expected" if i is None else
+              "central finite differences" + (" (x2)" if pull.factor() == 2 else "") + " give"
+              if dtypes is np.float64 else "the all-float64 run gives")
     return (f"wrong gradient in a random program (seed {prog.seed}, {pull.mode}): "
             f"{f'd/d({leaf}) of sum_j sum(output_j * u_j): ' if leaf else ''}{what}\n" +
-            render(prog, np_dtype, _vjp_code(prog, us, np_dtype, pull, leaf) + [
+            render(prog, dtypes, _vjp_code(prog, us, dtypes, pull, leaf) + [
                 f"# lucid gives {np.asarray(got).tolist()}",
                 f"# {source} {np.round(np.asarray(want), 8).tolist()}"]))
 

@@ -117,16 +117,32 @@ def leaf_code(leaf, np_dtype):
 # running and printing
 # ---------------------------------------------------------------------------------------------
 
+def leaf_dtype(np_dtype, i):
+    """The i-th leaf's dtype: np_dtype is one dtype for all leaves or a tuple, one per leaf."""
+    return np_dtype[i] if isinstance(np_dtype, tuple) else np_dtype
+
+
 def run_lucid(prog, np_dtype=np.float64, leaf_values=None, requires_grad=True):
     """Every name of the program bound to its lucid tensor."""
     env = {}
     for i, leaf in enumerate(prog.leaves):
         values = leaf.values if leaf_values is None else leaf_values[i]
-        t = lucid.from_numpy(leaf_array(values, leaf.layout, np_dtype))
+        t = lucid.from_numpy(leaf_array(values, leaf.layout, leaf_dtype(np_dtype, i)))
         env[leaf.name] = t.requires_grad_() if requires_grad else t
     for step in prog.steps:
-        env[step.name] = step.fn(*[env[a] for a in step.args])
+        try:
+            env[step.name] = step.fn(*[env[a] for a in step.args])
+        except Exception as e:
+            raise StepError(prog.upto(step.name), step, e) from e
     return env
+
+
+class StepError(Exception):
+    """lucid raised in a step that NumPy computes: carries the program up to that step."""
+
+    def __init__(self, prog, step, error):
+        super().__init__(f"{step.name} = {step.code} raised {type(error).__name__}: {error}")
+        self.prog, self.step, self.error = prog, step, error
 
 
 def run_numpy(prog, leaf_values=None):
@@ -143,8 +159,9 @@ def run_numpy(prog, leaf_values=None):
 def render(prog, np_dtype=np.float64, tail=()):
     """The program as a Python script (leaves made with NumPy layouts, then the steps)."""
     lines = ["import numpy as np", "import lucid", ""]
-    for leaf in prog.leaves:
-        lines.append(f"{leaf.name} = lucid.from_numpy({leaf_code(leaf, np_dtype)}).requires_grad_()"
+    for i, leaf in enumerate(prog.leaves):
+        code = leaf_code(leaf, leaf_dtype(np_dtype, i))
+        lines.append(f"{leaf.name} = lucid.from_numpy({code}).requires_grad_()"
                      f"  # {leaf.layout}")
     lines += [f"{step.name} = {step.code}" for step in prog.steps]
     lines += list(tail)
@@ -448,8 +465,8 @@ class Generator:
         for k in range(n_steps):
             if k == anchor_at:
                 step = None
-                for attempt in range(12):
-                    step = self._row_step(anchor, fresh_only=attempt >= 6)
+                for attempt in range(30):
+                    step = self._row_step(anchor, fresh_only=attempt >= 10)
                     if step is not None:
                         break
                 if step is None:

@@ -13,6 +13,7 @@ LUCID_PROPERTY_SEED picks another sequence of programs. A failure prints the pro
 import collections
 import os
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -20,7 +21,12 @@ import pytest
 import lucid
 import op_table as T
 from program_checks import INCONCLUSIVE, check_first_order, check_forward, check_second_order
-from random_programs import Generator, MAX_NUMEL, features, leaf_array, render, run_lucid
+from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
+                             run_lucid)
+
+# lucid's mean of a 0-size tensor goes through NumPy, which warns; the values are what is checked
+pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
+                                        "ignore:invalid value encountered:RuntimeWarning")
 
 SECONDS = float(os.environ.get("LUCID_PROPERTY_SECONDS", "4"))
 SEED = int(os.environ.get("LUCID_PROPERTY_SEED", "0"))
@@ -62,7 +68,7 @@ def _run(kind, rows, check, budget, anchors, make_generator):
         stats["steps"] += len(prog.steps)
         stats["labels"] |= {s.label for s in prog.steps}
         stats["features"].update(features(prog))
-        result = check(prog, rng)
+        result = _checked(check, prog, rng)
         if result == INCONCLUSIVE:
             stats["inconclusive"] += 1
         elif result is not None:
@@ -73,6 +79,19 @@ def _run(kind, rows, check, budget, anchors, make_generator):
                 failures.append(result)
     stats["seconds"] = time.perf_counter() - start
     return stats, failures
+
+
+def _checked(check, prog, rng):
+    """The check's result; an exception from lucid becomes a report with the program."""
+    try:
+        return check(prog, rng)
+    except StepError as e:
+        return (f"lucid raised in a random program (seed {prog.seed}) where NumPy computes a "
+                f"value: {e}\n" + render(e.prog, np.float64, [
+                    f"# raises {type(e.error).__name__}: {e.error}"]))
+    except Exception as e:
+        return (f"lucid raised {type(e).__name__}: {e} in a random program (seed {prog.seed})\n"
+                f"{traceback.format_exc(limit=-3)}\n" + render(prog))
 
 
 def _first_order(prog, rng):
@@ -193,3 +212,16 @@ def test_every_row_kept_out_names_its_reason():
     for spec in T.OPS:
         assert spec.property or spec.reason.strip(), spec.name
         assert spec.zero_size or spec.reason.strip() or spec.kind == T.FIXED, spec.name
+
+
+def _refuses(x):
+    raise RuntimeError("refused")
+
+
+def test_an_error_from_lucid_is_reported_with_the_program():
+    refusing = T.OpSpec("refusing", lambda x: _refuses(x), lambda a: a * 1.0, T.UNARY_SHAPES,
+                        (T.ANY,), 1, kind=T.ELEMENTWISE)
+    prog = Generator(np.random.default_rng(6), [refusing, *ROWS[:3]]).program(3, anchor=refusing)
+    report = _checked(_first_order, prog, np.random.default_rng(7))
+    assert report.startswith("lucid raised in a random program")
+    assert "_refuses(" in report and "# raises RuntimeError: refused" in report
