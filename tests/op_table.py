@@ -10,7 +10,8 @@ tuples to try and a domain per input. From it:
     ``ELEMENTWISE`` row takes any shapes that broadcast together, a ``REDUCTION`` row any shape of at
     least ``min_ndim`` dims, a ``FIXED`` row only its listed shapes; ``zero_size`` says whether a
     0-size input is allowed, ``apart`` that the inputs must differ everywhere (a kink where they
-    meet), ``any_layout`` that non-contiguous inputs are accepted, and ``reason`` says why a row is kept out (it names the bug).
+    meet), ``any_layout`` that non-contiguous inputs are accepted, and ``reason`` says why a row
+    is kept out of something (it names the bug).
 Adding an op is adding one row.
 
 Every input of every row is a differentiable float tensor; Python-scalar operands, conditions,

@@ -14,7 +14,7 @@ finite also keeps every upstream gradient finite: masking by multiplication in t
 where/clamp/maximum/minimum/relu/amax turns inf/NaN gradients into NaN (a known open bug).
 """
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np

@@ -18,7 +18,6 @@ import traceback
 import numpy as np
 import pytest
 
-import lucid
 import op_table as T
 from program_checks import INCONCLUSIVE, check_first_order, check_forward, check_second_order
 from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
