@@ -7,6 +7,7 @@ its closure variables and module constants (bounds, masks, index tensors) writte
 so the code runs with nothing but ``import numpy as np`` and ``import lucid``.
 """
 import ast
+import functools
 import inspect
 import math
 import types
@@ -42,8 +43,10 @@ def _value_node(v, in_subscript):
     return ast.parse(value_code(v), mode="eval").body
 
 
+@functools.lru_cache(maxsize=None)
 def lambda_body(fn):
-    """The source text of a one-expression lambda's body."""
+    """The source text of a one-expression lambda's body (read once: later edits of the file do
+    not shift it)."""
     code = fn.__code__
     spans = [p for p in code.co_positions()
              if p[0] is not None and p[2] is not None and (p[0], p[2]) != (p[1], p[3])]
