@@ -23,7 +23,9 @@ ZERO_DIM_REGRESSION = {
 _CHILD_SCRIPT = """
 import sys
 import numpy as np
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[3]]      # these tests, and the lucid this session imports
+import lucid
+assert lucid.__file__ == sys.argv[4], (lucid.__file__, sys.argv[4])
 import test_ops_gradcheck as T
 from conftest import SEED
 case = {c[0]: c for c in T.CASES}[sys.argv[2]]
@@ -40,8 +42,9 @@ def test_crash_regression_cases_are_in_the_table():
 @pytest.mark.parametrize("case_id", sorted(ZERO_DIM_REGRESSION))
 def test_crashing_case_in_child(case_id):
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, here, case_id], cwd=here,
-                       capture_output=True, text=True, timeout=300)
+    lucid_root = os.path.dirname(os.path.dirname(os.path.abspath(lucid.__file__)))
+    r = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, here, case_id, lucid_root,
+                        lucid.__file__], cwd=here, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "ALL-CHECKS-PASSED" in r.stdout, (
         f"{case_id}: child exited with {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
 

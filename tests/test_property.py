@@ -20,9 +20,9 @@ import pytest
 
 import op_table as T
 from program_checks import INCONCLUSIVE, check_first_order, check_forward, check_second_order
-from row_source import lambda_body
 from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
                              run_lucid)
+from row_source import lambda_body
 
 # lucid's mean of a 0-size tensor goes through NumPy, which warns; the values are what is checked
 pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
