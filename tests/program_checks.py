@@ -52,11 +52,16 @@ def check_forward(prog):
             if value.dtype != dtype or not _close(got, want, rtol, rtol * scale):
                 sub = prog.upto(step.name)
                 np_dtype = np.float64 if dtype == lucid.float64 else np.float32
+                if got.shape == want.shape and want.size > 24:     # show the worst entry
+                    at = np.unravel_index(np.argmax(np.abs(got - want)), want.shape)
+                    shown, got, want = f"{step.name}[{at}]", got[at], want[at]
+                else:
+                    shown = step.name
                 return (f"forward value of {step.name} = {step.code} differs from NumPy "
                         f"({dtype}):\n" + render(sub, np_dtype, [
-                            f"print({step.name})",
-                            f"# lucid gives {value.dtype} {got.tolist()}",
-                            f"# NumPy gives {want.tolist()}"]))
+                            f"print({shown})",
+                            f"# lucid gives {value.dtype} {np.asarray(got).tolist()}",
+                            f"# NumPy gives {np.asarray(want).tolist()}"]))
     return None
 
 
@@ -148,7 +153,11 @@ def _first_order_failure(prog, us, pull, rng):
             if not _close(wide, narrow, 1e-3, 100 * atol):
                 return INCONCLUSIVE
             return i, got, n, "gradient differs from central finite differences", np.float64
-    # float32 leaves, and a random mix of float32 and float64 leaves, agree with float64
+    return _dtype_failure(prog, us, pull, rng, analytic)
+
+
+def _dtype_failure(prog, us, pull, rng, analytic):
+    """Float32 leaves, and a random mix of float32 and float64 leaves, agree with float64."""
     mixed = tuple((np.float32, np.float64)[int(b)] for b in rng.integers(0, 2, len(prog.leaves)))
     for dtypes in (np.float32, mixed):
         other = _vjp(prog, dtypes, us, pull)
@@ -169,16 +178,34 @@ def _first_order_failure(prog, us, pull, rng):
     return None
 
 
+class Drawn(np.ndarray):
+    """Random values made by a line of NumPy code, printed as that code (large cotangents)."""
+    code = ""
+
+
 def _cotangents(prog, rng):
     env = run_lucid(prog, np.float64, requires_grad=False)
-    return [np.round(rng.standard_normal(env[o].shape), 2) for o in prog.outputs]
+    us = []
+    for o in prog.outputs:
+        shape = env[o].shape
+        if int(np.prod(shape)) <= 24:
+            us.append(np.round(rng.standard_normal(shape), 2))
+            continue
+        seed = int(rng.integers(2 ** 31))
+        code = f"np.round(np.random.default_rng({seed}).standard_normal({shape!r}), 2)"
+        u = eval(code).view(Drawn)
+        u.code = code
+        us.append(u)
+    return us
 
 
 def _vjp_code(prog, us, np_dtype, pull, leaf):
     env = run_lucid(prog, np_dtype, requires_grad=False)
     dts = [np.float64 if env[o].dtype == lucid.float64 else np.float32 for o in prog.outputs]
-    lines = [f"u{j} = lucid.from_numpy({leaf_code(Leaf(f'u{j}', u, layout), dt)})  # {layout}"
-             for j, (u, layout, dt) in enumerate(zip(us, pull.layouts, dts))]
+    cots = [Leaf(f"u{j}", u, layout, getattr(u, "code", "")) for j, (u, layout) in
+            enumerate(zip(us, pull.layouts))]
+    lines = [f"{u.name} = lucid.from_numpy({leaf_code(u, dt)})  # {u.layout}"
+             for u, dt in zip(cots, dts)]
     leaves = [lf.name for lf in prog.leaves]
     if pull.mode == "autograd.grad":
         cots = ", ".join(f"u{j}" for j in range(len(us)))
@@ -208,6 +235,52 @@ def check_first_order(prog, rng):
         if sub_failure is not None and sub_failure != INCONCLUSIVE:
             prog, us, pull, failure = sub, sub_us, sub_pull, sub_failure
             break
+    return _report(prog, us, pull, failure)
+
+
+def check_directional(prog, rng):
+    """For programs too big for one finite difference per element: the VJP paired with a random
+    direction d against the central difference of the program along d; then the dtype runs."""
+    us = _cotangents(prog, rng)
+    pull = _random_pullback(prog, us, rng)
+    analytic = _vjp(prog, np.float64, us, pull)
+    if isinstance(analytic, tuple):
+        return _report(prog, us, pull, analytic)
+    seeds = [int(rng.integers(2 ** 31)) for _ in prog.leaves]
+    ds = [np.random.default_rng(sd).standard_normal(leaf.values.shape)
+          for sd, leaf in zip(seeds, prog.leaves)]
+    terms = [np.sum(a[0] * d) / pull.factor() for a, d in zip(analytic, ds) if a is not None]
+    lucid_says = float(sum(terms))
+    scale = 1.0 + float(sum(np.sum(np.abs(a[0] * d)) for a, d in zip(analytic, ds) if a is not None))
+
+    def along(eps):
+        with lucid.no_grad():
+            def f(t):
+                env = run_lucid(prog, np.float64, [lf.values + t * d for lf, d in
+                                                   zip(prog.leaves, ds)], False)
+                return sum(float(np.sum(_np(env[o]) * u)) for o, u in zip(prog.outputs, us))
+            return (f(eps) - f(-eps)) / (2 * eps)
+    fd = along(EPS)
+    if abs(lucid_says - fd) > 1e-6 * scale + 1e-4 * abs(fd):
+        if abs(along(1e-4) - along(1e-7)) > 1e-4 * scale:
+            return INCONCLUSIVE
+        names = [lf.name for lf in prog.leaves]
+        grads = ([f"grads[{i}]" for i in range(len(names))] if pull.mode == "autograd.grad" else
+                 [f"{n}.grad" for n in names])
+        lines = [f"d{i} = np.random.default_rng({sd}).standard_normal({lf.values.shape!r})"
+                 for i, (sd, lf) in enumerate(zip(seeds, prog.leaves))]
+        pairs = " + ".join(f"np.sum({g}.numpy() * d{i})" for i, g in enumerate(grads))
+        lines.append(f"print(({pairs}){' / 2' if pull.factor() == 2 else ''})")
+        return (f"wrong gradient in a large random program (seed {prog.seed}, {pull.mode}): the "
+                f"VJP along a random direction differs from the central difference\n" +
+                render(prog, np.float64, _vjp_code(prog, us, np.float64, pull, None)[:-1] + lines + [
+                    f"# lucid gives {lucid_says!r}",
+                    f"# the central difference of sum_j sum(output_j * u_j) along d gives {fd!r}"]))
+    failure = _dtype_failure(prog, us, pull, rng, analytic)
+    return None if failure is None else _report(prog, us, pull, failure)
+
+
+def _report(prog, us, pull, failure):
     i, got, want, what, dtypes = failure
     leaf = None if i is None else prog.leaves[i].name
     source = ("expected" if i is None else

@@ -32,6 +32,9 @@ MAX_NUMEL = 12      # elements per value (finite differences cost one run per le
 
 SHAPES = [(), (1,), (3,), (4,), (0,), (2, 3), (3, 1), (1, 4), (2, 0), (0, 3), (2, 3, 2),
           (2, 1, 3), (1, 2, 2), (3, 0, 2), (2, 2, 3)]
+# above lucid's typed-loop cut-off (2048 elements), where NumPy's kernels take over
+LARGE_SHAPES = [(2100,), (1, 2100), (42, 50), (50, 1), (3, 25, 30), (2, 1, 1100)]
+LARGE_NUMEL = 4400
 LAYOUTS = ("contiguous", "transposed", "reversed", "strided")
 
 
@@ -40,6 +43,7 @@ class Leaf:
     name: str
     values: np.ndarray      # float64, the logical values
     layout: str
+    code: str = ""          # NumPy code making the values (large leaves), else they are printed
 
 
 @dataclass
@@ -98,6 +102,11 @@ def leaf_code(leaf, np_dtype):
     """NumPy code making the leaf's values with its layout."""
     dt = f"np.{np.dtype(np_dtype).name}"
     a = np.asarray(leaf.values, dtype=np_dtype)
+    if leaf.code:               # the same steps as leaf_array, from the code of the values
+        base = f"({leaf.code}).astype({dt})"
+        return {"transposed": f"np.ascontiguousarray({base}.T).T",
+                "reversed": f"np.ascontiguousarray({base}[::-1])[::-1]",
+                "strided": f"np.repeat({base}, 2, axis=-1)[..., ::2]"}.get(leaf.layout, base)
 
     def array(x):
         if x.size == 0:
@@ -178,6 +187,8 @@ def features(prog):
             found.add("0-d")
         if value.size == 0:
             found.add("0-size")
+        if value.size >= 2048:
+            found.add(">= 2048 elements")
     for step in prog.steps:
         if len({env[a].shape for a in step.args}) > 1:
             found.add("mixed shapes")
@@ -222,6 +233,24 @@ def apart(values):
 # generation
 # ---------------------------------------------------------------------------------------------
 
+def domain_code(domain, shape, seed):
+    """NumPy code for random values of shape inside the domain (for leaves too big to print)."""
+    def rng(k=0):
+        return f"np.random.default_rng({seed + k})"
+    if domain == T.POS:
+        return f"np.round({rng()}.uniform(0.5, 2.0, {shape!r}), 3)"
+    if domain == T.NONZERO:
+        return (f"np.round({rng()}.uniform(0.5, 2.0, {shape!r}), 3) * "
+                f"{rng(1)}.choice([-1.0, 1.0], {shape!r})")
+    if domain == T.CLAMP:      # bands around -1, 0 and 1: at least 0.15 from the bounds +-0.5
+        return (f"np.round({rng()}.choice([-1.0, 0.0, 1.0], {shape!r}) + "
+                f"{rng(1)}.uniform(-0.35, 0.35, {shape!r}), 3)")
+    if domain == T.DISTINCT:
+        n = int(np.prod(shape))
+        return f"({rng()}.permutation({n}) * 0.03 - {0.015 * n!r}).reshape({shape!r})"
+    return f"np.round({rng()}.uniform(-2.0, 2.0, {shape!r}), 3)"
+
+
 def _index_text(key):
     def one(k):
         if isinstance(k, slice):
@@ -234,19 +263,22 @@ def _index_text(key):
 class Generator:
     """Makes random programs from rows (OpSpecs) with a seeded NumPy generator."""
 
-    def __init__(self, rng, rows, view_probability=0.3, zero_size=True, layouts=True):
+    def __init__(self, rng, rows, view_probability=0.3, zero_size=True, layouts=True, large=False):
         self.rng = rng
         self.rows = list(rows)
         self.view_probability = view_probability
-        self.zero_size = zero_size
+        self.zero_size = zero_size and not large
         self.layouts = layouts
+        self.large = large          # shapes above the typed-loop cut-off; leaves made by code
+        self.shapes = LARGE_SHAPES if large else SHAPES
+        self.max_numel = LARGE_NUMEL if large else MAX_NUMEL
 
     # -- shapes ----------------------------------------------------------------------------------
     def _choice(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
 
     def _fresh_shapes(self, allow_empty, min_ndim=0):
-        return [s for s in SHAPES if len(s) >= min_ndim and (allow_empty or 0 not in s)]
+        return [s for s in self.shapes if len(s) >= min_ndim and (allow_empty or 0 not in s)]
 
     def _recent_shape(self, ok):
         names = [n for n in reversed(self.order) if ok(self.values[n].shape)]
@@ -278,7 +310,7 @@ class Generator:
                 full = np.broadcast_shapes(*shapes)
             except ValueError:
                 return None
-            if int(np.prod(full)) > MAX_NUMEL or (not allow_empty and 0 in full):
+            if int(np.prod(full)) > self.max_numel or (not allow_empty and 0 in full):
                 return None
             return shapes
         if spec.kind == T.REDUCTION:
@@ -295,7 +327,7 @@ class Generator:
         if 0 in shape and not (self.zero_size and spec.zero_size):
             return False
         if spec.kind == T.ELEMENTWISE:
-            return int(np.prod(shape)) <= MAX_NUMEL
+            return int(np.prod(shape)) <= self.max_numel
         if spec.kind == T.REDUCTION:
             return len(shape) >= spec.min_ndim
         return any(shape in map(tuple, case) for case in spec.shapes)
@@ -311,9 +343,12 @@ class Generator:
 
     # -- values ----------------------------------------------------------------------------------
     def _new_leaf(self, shape, domain, contiguous):
+        layout = "contiguous" if contiguous or not self.layouts else self._choice(layouts_for(shape))
+        if self.large and int(np.prod(shape)) > MAX_NUMEL:
+            code = domain_code(domain, shape, int(self.rng.integers(2 ** 31)))
+            return Leaf(f"x{len(self.leaves)}", np.asarray(eval(code), np.float64), layout, code)
         # three decimals print short and exactly; the domains' margins are far wider than 5e-4
         values = np.round(T.sample(self.rng, shape, domain), 3)
-        layout = "contiguous" if contiguous or not self.layouts else self._choice(layouts_for(shape))
         return Leaf(f"x{len(self.leaves)}", np.asarray(values, np.float64), layout)
 
     def _bind(self, name, values):
@@ -375,7 +410,7 @@ class Generator:
             return None
         kind, code, fn, ref = view
         out = np.array(ref(a), np.float64)
-        if out.size > 2 * MAX_NUMEL:
+        if out.size > 2 * self.max_numel:
             return None
         return self._add_step((name,), f"view:{kind}", fn, ref, name + code, out)
 

@@ -5,7 +5,8 @@ automatically; every row is the anchor of at least one program per run. Programs
 float32, 0-d, 0-size and broadcast shapes, leaves with NumPy-made layouts (transposed, reversed,
 strided) and view steps (reshape, transpose, permute, slicing, expand, squeeze, unsqueeze).
 Each is checked against NumPy (forward values) and float64 central finite differences of itself
-(a VJP with a random cotangent; gradgradcheck of a small scalar-valued program).
+(a VJP with a random cotangent; gradgradcheck of a small scalar-valued program); large programs
+(above lucid's typed-loop cut-off) are checked along a random direction.
 
 Budget: LUCID_PROPERTY_SECONDS (default 4) seconds in all, after the one pass over every row;
 LUCID_PROPERTY_SEED picks another sequence of programs. A failure prints the program as a script.
@@ -19,7 +20,8 @@ import numpy as np
 import pytest
 
 import op_table as T
-from program_checks import INCONCLUSIVE, check_first_order, check_forward, check_second_order
+from program_checks import (INCONCLUSIVE, check_directional, check_first_order, check_forward,
+                            check_second_order)
 from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
                              run_lucid)
 from row_source import lambda_body
@@ -30,7 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarni
 
 SECONDS = float(os.environ.get("LUCID_PROPERTY_SECONDS", "4"))
 SEED = int(os.environ.get("LUCID_PROPERTY_SEED", "0"))
-FIRST_ORDER_SHARE = 0.65          # of the budget; the rest goes to second order
+SHARES = {"first order": 0.5, "second order": 0.25, "large": 0.25}     # of the budget
 MAX_REPORTS = 3
 
 ROWS = [spec for spec in T.OPS if spec.property]
@@ -101,8 +103,8 @@ def _first_order(prog, rng):
 
 
 def test_random_programs_forward_and_first_order():
-    stats, failures = _run("first order", ROWS, _first_order, SECONDS * FIRST_ORDER_SHARE, ROWS,
-                           lambda rng: Generator(rng, ROWS))
+    stats, failures = _run("first order", ROWS, _first_order, SECONDS * SHARES["first order"],
+                           ROWS, lambda rng: Generator(rng, ROWS))
     missing = {spec.name for spec in ROWS} - stats["labels"]
     assert not missing, f"rows no program used: {sorted(missing)}"
     _report("first order", stats, failures)
@@ -127,9 +129,22 @@ class _SmallGenerator(Generator):
 
 def test_random_programs_second_order():
     stats, failures = _run("second order", GRADGRAD_ROWS, check_second_order,
-                           SECONDS * (1 - FIRST_ORDER_SHARE), [], _small_generator)
+                           SECONDS * SHARES["second order"], [], _small_generator)
     assert stats["programs"] > 0
     _report("second order", stats, failures)
+
+
+def _large(prog, rng):
+    return check_forward(prog) or check_directional(prog, rng)
+
+
+def test_large_random_programs():
+    # values above lucid's typed-loop cut-off run NumPy's kernels; gradients are checked along
+    # a random direction (one central difference instead of one per element)
+    stats, failures = _run("large", ROWS, _large, SECONDS * SHARES["large"], [],
+                           lambda rng: Generator(rng, ROWS, large=True))
+    assert stats["programs"] > 0
+    _report("large", stats, failures)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,6 +204,16 @@ def test_first_order_check_catches_a_wrong_gradient_and_prints_the_program():
     got = scope["grads"][[n for n in scope if n.startswith("x")].index(leaf)] \
         if "grads" in scope else scope[leaf].grad
     np.testing.assert_allclose(got.numpy(), lucid_says)
+
+
+def test_directional_check_catches_a_wrong_gradient_in_a_large_program():
+    wrong = T.OpSpec("wrong_grad", lambda x: _tripled_gradient(x), lambda a: a * 1.0,
+                     T.UNARY_SHAPES, (T.ANY,), 1, kind=T.ELEMENTWISE)
+    prog = Generator(np.random.default_rng(8), [wrong], large=True).program(1, anchor=wrong)
+    assert prog.leaves[0].values.size > 2048 and prog.leaves[0].code
+    report = check_directional(prog, np.random.default_rng(9))
+    assert report not in (None, INCONCLUSIVE) and "along a random direction" in report
+    assert "np.random.default_rng(" in report and len(report) < 4000
 
 
 def test_second_order_check_catches_a_wrong_second_derivative():
