@@ -1,7 +1,10 @@
 """Build the compiled core. All Cython compiler directives live here, in one place.
 
-LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on.
+LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on (and builds without
+optimisation); it never changes what is computed: both builds give the same numbers.
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
+Switching between the two builds regenerates and recompiles the extension (the mode of the last
+build is remembered in build/lucid-build-mode), so a release build never reuses debug output.
 """
 import os
 import sys
@@ -11,6 +14,23 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
+MODE = "debug" if DEBUG else "release"
+MODE_FILE = os.path.join("build", "lucid-build-mode")
+
+
+def mode_changed():
+    """Record this build's mode; True unless the last build is known to be of this mode."""
+    try:
+        with open(MODE_FILE) as f:
+            previous = f.read().strip()
+    except OSError:
+        previous = None
+    if previous == MODE:
+        return False
+    os.makedirs(os.path.dirname(MODE_FILE), exist_ok=True)
+    with open(MODE_FILE, "w") as f:
+        f.write(MODE + "\n")
+    return True
 
 if sys.platform == "win32":                      # MSVC: debug info only with /Zi
     COMPILE_ARGS = ["/Od", "/Zi"] if DEBUG else ["/O2"]
@@ -28,7 +48,11 @@ DIRECTIVES = {
     "boundscheck": DEBUG,
     "wraparound": DEBUG,
     "initializedcheck": DEBUG,
-    "cdivision": not DEBUG,
+    # C division in both builds: float division by zero is IEEE (inf / NaN, like NumPy), and
+    # Python's ZeroDivisionError raised inside the noexcept typed loops (lucid/_fast.pxi) could
+    # only be printed and lost, leaving the output unwritten. The core does no C integer
+    # division; code that needs one must check its divisor itself.
+    "cdivision": True,
     "embedsignature": True,
     "binding": False,
     # no Cython-generated __reduce__/__setstate__: they read raw fields from any tuple given
@@ -51,6 +75,7 @@ setup(
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,
+        force=mode_changed(),
         annotate=os.environ.get("LUCID_ANNOTATE", "") not in ("", "0"),
     ),
 )

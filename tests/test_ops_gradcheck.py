@@ -1,11 +1,14 @@
-"""Table-driven forward / gradient tests for every op in scope (see op_table.py).
+"""Table-driven forward / gradient tests for every row of the op table (tests/op_table.py).
 
 For every (op, shapes) case:
   * the float64 forward is compared with the NumPy reference;
   * ``lucid.autograd.gradcheck`` is run on every input (full Jacobian);
   * independently of gradcheck, backward with a random upstream gradient is compared with
     central finite differences of the NumPy reference (so a broken gradcheck cannot hide a
-    broken op, and a broken lucid forward cannot hide a broken backward).
+    broken op, and a broken lucid forward cannot hide a broken backward);
+  * ``gradgradcheck`` (rows with ``gradgrad``);
+  * the forward and backward in float32, and with transposed (non-contiguous) inputs.
+Also: gradcheck itself catches wrong gradients.
 """
 import re
 
@@ -18,6 +21,8 @@ from op_table import cases, sample
 
 CASES = cases()
 IDS = [c[0] for c in CASES]
+CASE_PARAMS = [pytest.param(*c, id=c[0]) for c in CASES]
+GRADGRAD_PARAMS = [pytest.param(*c, id=c[0]) for c in CASES if c[1].gradgrad]
 
 
 def _inputs(rng, spec, shapes):
@@ -28,8 +33,11 @@ def _tensors(arrays, requires_grad):
     return [lucid.tensor(a.copy(), dtype=lucid.float64, requires_grad=requires_grad) for a in arrays]
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_forward_matches_numpy(case_id, spec, shapes, rng):
+# ---------------------------------------------------------------------------------------------
+# the checks, as plain functions (test_ops_semantics.py also runs them in a child interpreter)
+# ---------------------------------------------------------------------------------------------
+
+def check_forward(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
     expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
     for rg in (False, True):
@@ -50,8 +58,7 @@ def test_forward_matches_numpy(case_id, spec, shapes, rng):
             assert_close(t, a, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradcheck(case_id, spec, shapes, rng):
+def check_gradcheck(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
     ts = tuple(_tensors(arrays, requires_grad=True))
     assert lucid.autograd.gradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
@@ -60,8 +67,8 @@ def test_gradcheck(case_id, spec, shapes, rng):
         assert_close(t, a, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_backward_matches_finite_differences(case_id, spec, shapes, rng):
+def check_backward_fd(case_id, spec, shapes, rng):
+    # independent of gradcheck: lucid's backward vs finite differences of the NumPy reference
     arrays = _inputs(rng, spec, shapes)
     ts = _tensors(arrays, requires_grad=True)
     out = spec.fn(*ts)
@@ -73,6 +80,37 @@ def test_backward_matches_finite_differences(case_id, spec, shapes, rng):
         assert t.grad.shape == t.shape, f"{case_id}: grad shape {t.grad.shape} != {t.shape}"
         assert t.grad.dtype == lucid.float64
         assert_close(t.grad, g, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
+
+
+def check_gradgradcheck(case_id, spec, shapes, rng):
+    arrays = _inputs(rng, spec, shapes)
+    ts = tuple(_tensors(arrays, requires_grad=True))
+    assert lucid.autograd.gradgradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
+    for t, a in zip(ts, arrays):
+        assert_close(t, a, rtol=0, atol=0)
+
+
+GRAD_CHECKS = (check_gradcheck, check_backward_fd, check_gradgradcheck)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", CASE_PARAMS)
+def test_forward_matches_numpy(case_id, spec, shapes, rng):
+    check_forward(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", CASE_PARAMS)
+def test_gradcheck(case_id, spec, shapes, rng):
+    check_gradcheck(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", CASE_PARAMS)
+def test_backward_matches_numpy_finite_differences(case_id, spec, shapes, rng):
+    check_backward_fd(case_id, spec, shapes, rng)
+
+
+@pytest.mark.parametrize("case_id,spec,shapes", GRADGRAD_PARAMS)
+def test_gradgradcheck(case_id, spec, shapes, rng):
+    check_gradgradcheck(case_id, spec, shapes, rng)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,6 +256,14 @@ def test_noncontiguous_inputs(case_id, spec, shapes, rng):
             leaf = lucid.tensor(a.copy(), dtype=lucid.float64, requires_grad=True)
             inputs.append(leaf)
         leaves.append(leaf)
+    if not spec.any_layout:
+        # view needs a layout it can reinterpret; a transposed input must be refused, unchanged
+        with pytest.raises(RuntimeError, match="view"):
+            spec.fn(*inputs)
+        for leaf, a in zip(leaves, arrays):
+            assert_close(np.swapaxes(to_numpy(leaf), -1, -2) if a.ndim >= 2 else leaf, a, rtol=0,
+                         atol=0)
+        return
     out = spec.fn(*inputs)
     expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
     assert_close(out, expected, rtol=1e-12, atol=1e-12, msg=case_id)

@@ -1,6 +1,6 @@
-"""Forward / gradcheck / gradgradcheck for the rest of API.md section 2 (see op_table_full.py),
-second-order checks for the first op set (op_table.py), and the semantics that a Jacobian check
-cannot see: ties, repeated indices, views vs copies, gradient dtypes under promotion.
+"""The semantics of the table's ops that a Jacobian check cannot see: ties, repeated indices, views
+vs copies, gradient dtypes under promotion; and a crash regression run in a child interpreter.
+(The table-driven forward / gradient checks of every op are in test_ops_gradcheck.py.)
 """
 import os
 import subprocess
@@ -10,79 +10,8 @@ import numpy as np
 import pytest
 
 import lucid
-from conftest import SEED, assert_close, f64, numerical_vjp, to_numpy
-import op_table
-from op_table_full import DISTINCT, cases, sample
-
-CASES = cases()
-IDS = [c[0] for c in CASES]
-FIRST_CASES = op_table.cases()
-FIRST_IDS = [c[0] for c in FIRST_CASES]
-
-
-def _inputs(rng, spec, shapes, sampler=sample):
-    return [sampler(rng, s, d) for s, d in zip(shapes, spec.domains)]
-
-
-def _tensors(arrays, requires_grad):
-    return [lucid.tensor(a.copy(), dtype=lucid.float64, requires_grad=requires_grad) for a in arrays]
-
-
-# ---------------------------------------------------------------------------------------------
-# the checks, as plain functions (also run in a child interpreter for crashing cases, below)
-# ---------------------------------------------------------------------------------------------
-
-def check_forward(case_id, spec, shapes, rng):
-    arrays = _inputs(rng, spec, shapes)
-    expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
-    for rg in (False, True):
-        ts = _tensors(arrays, requires_grad=rg)
-        out = spec.fn(*ts)
-        assert isinstance(out, lucid.Tensor)
-        assert out.dtype == lucid.float64, f"{case_id}: float64 inputs gave {out.dtype}"
-        assert out.shape == expected.shape, f"{case_id}: shape {out.shape} != {expected.shape}"
-        assert_close(out, expected, rtol=1e-12, atol=1e-12, msg=case_id)
-        assert out.requires_grad == rg
-        if rg:
-            assert out.grad_fn is not None
-            assert out.grad_fn.name().endswith("Backward"), out.grad_fn.name()
-        else:
-            assert out.grad_fn is None
-        for t, a in zip(ts, arrays):
-            assert_close(t, a, rtol=0, atol=0)
-
-
-def check_gradcheck(case_id, spec, shapes, rng):
-    arrays = _inputs(rng, spec, shapes)
-    ts = tuple(_tensors(arrays, requires_grad=True))
-    assert lucid.autograd.gradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
-    for t, a in zip(ts, arrays):
-        assert_close(t, a, rtol=0, atol=0)
-
-
-def check_backward_fd(case_id, spec, shapes, rng):
-    # independent of gradcheck: lucid's backward vs finite differences of the NumPy reference
-    arrays = _inputs(rng, spec, shapes)
-    ts = _tensors(arrays, requires_grad=True)
-    out = spec.fn(*ts)
-    upstream = rng.standard_normal(out.shape)
-    out.backward(gradient=lucid.tensor(upstream, dtype=lucid.float64))
-    expected = numerical_vjp(spec.ref, arrays, upstream)
-    for i, (t, g) in enumerate(zip(ts, expected)):
-        assert t.grad is not None, f"{case_id}: input {i} got no .grad"
-        assert t.grad.shape == t.shape and t.grad.dtype == lucid.float64
-        assert_close(t.grad, g, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
-
-
-def check_gradgradcheck(case_id, spec, shapes, rng, sampler=sample):
-    arrays = _inputs(rng, spec, shapes, sampler)
-    ts = tuple(_tensors(arrays, requires_grad=True))
-    assert lucid.autograd.gradgradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
-    for t, a in zip(ts, arrays):
-        assert_close(t, a, rtol=0, atol=0)
-
-
-GRAD_CHECKS = (check_gradcheck, check_backward_fd, check_gradgradcheck)
+from conftest import assert_close, f64, numerical_vjp, to_numpy
+from op_table import DISTINCT, cases, sample
 
 # Regression (a NumPy scalar once reached a typed ndarray slot and crashed the interpreter in the
 # backward of these 0-d cases): they run in-process below like every case, and once more in a
@@ -91,57 +20,38 @@ ZERO_DIM_REGRESSION = {
     "lucid.maximum-scalar_scalar", "lucid.minimum-scalar_scalar", "lucid.where_0d-scalar_scalar",
     "amax_default-scalar", "amin_default-scalar", "max_all_method-scalar", "min_all_method-scalar",
 }
-GRAD_PARAMS = [pytest.param(*c, id=c[0]) for c in CASES]
-
 _CHILD_SCRIPT = """
 import sys
 import numpy as np
-sys.path.insert(0, sys.argv[1])
-import test_ops_full as T
+sys.path[:0] = [sys.argv[1], sys.argv[3]]      # these tests, and the lucid this session imports
+import lucid
+assert lucid.__file__ == sys.argv[4], (lucid.__file__, sys.argv[4])
+import test_ops_gradcheck as T
+from conftest import SEED
 case = {c[0]: c for c in T.CASES}[sys.argv[2]]
 for check in T.GRAD_CHECKS:
-    check(*case, np.random.default_rng(T.SEED))
+    check(*case, np.random.default_rng(SEED))
 print("ALL-CHECKS-PASSED")
 """
+
+
+def test_crash_regression_cases_are_in_the_table():
+    assert ZERO_DIM_REGRESSION <= {c[0] for c in cases()}
 
 
 @pytest.mark.parametrize("case_id", sorted(ZERO_DIM_REGRESSION))
 def test_crashing_case_in_child(case_id):
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, here, case_id], cwd=here,
-                       capture_output=True, text=True, timeout=300)
+    lucid_root = os.path.dirname(os.path.dirname(os.path.abspath(lucid.__file__)))
+    r = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, here, case_id, lucid_root,
+                        lucid.__file__], cwd=here, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "ALL-CHECKS-PASSED" in r.stdout, (
         f"{case_id}: child exited with {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
 
 
 # ---------------------------------------------------------------------------------------------
-# the table
+# gradgradcheck itself
 # ---------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_forward_matches_numpy(case_id, spec, shapes, rng):
-    check_forward(case_id, spec, shapes, rng)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
-def test_gradcheck(case_id, spec, shapes, rng):
-    check_gradcheck(case_id, spec, shapes, rng)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
-def test_backward_matches_numpy_finite_differences(case_id, spec, shapes, rng):
-    check_backward_fd(case_id, spec, shapes, rng)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", GRAD_PARAMS)
-def test_gradgradcheck(case_id, spec, shapes, rng):
-    check_gradgradcheck(case_id, spec, shapes, rng)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", FIRST_CASES, ids=FIRST_IDS)
-def test_gradgradcheck_first_op_set(case_id, spec, shapes, rng):
-    check_gradgradcheck(case_id, spec, shapes, rng, sampler=op_table.sample)
-
 
 def test_gradgradcheck_detects_wrong_second_derivative():
     # the recorded first derivative of detach(t)*t*t is 2*c*t with c = detach(t); its recorded
