@@ -48,7 +48,7 @@ class OpSpec:
     ref: Callable
     shapes: tuple          # tuple of shape-tuples, one tuple per case
     domains: tuple         # one per input
-    arity: int             # number of tensor inputs (len(domains))
+    arity: int = -1        # number of tensor inputs (len(domains) when not given)
     kind: str = FIXED      # ELEMENTWISE, REDUCTION or FIXED (see the module docstring)
     min_ndim: int = 0      # REDUCTION: the fewest dims its dim argument needs
     zero_size: bool = True  # ELEMENTWISE / REDUCTION: a 0-size input is allowed
@@ -58,6 +58,10 @@ class OpSpec:
     forward_ad: bool = True  # tangents are checked (forward-mode AD)
     property: bool = True  # used by the random programs of test_property.py
     reason: str = ""       # why property (or zero_size) is off: names the bug
+
+    def __post_init__(self):
+        if self.arity == -1:
+            object.__setattr__(self, "arity", len(self.domains))
 
 
 def sample(rng, shape, domain):
