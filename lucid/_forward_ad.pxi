@@ -89,6 +89,19 @@ cdef Tensor own_tangent(Tensor t, Tensor src_a, Tensor src_b):
     return t
 
 
+cdef Tensor output_for_rule(Tensor out):
+    """out's values and history for a jvp rule that reads the op's output: under grad mode a
+    new tensor, so a tangent's recorded graph does not hold out (out -> tangent -> node -> out
+    would be a cycle among objects the GC does not watch: Note [GC tracking])."""
+    if not grad_enabled():
+        return out
+    cdef Tensor y = wrap(out.data)
+    y._storage = out.storage()
+    if out._grad_fn is not None:
+        attach_output(y, out._grad_fn, out._output_nr)
+    return y
+
+
 cdef Tensor linear_jvp(Tensor a, object op, tuple args):
     """A linear op's tangent: the op itself applied to a's tangent (None when a has none)."""
     cdef Tensor t = tangent_of(a)

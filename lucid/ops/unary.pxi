@@ -23,7 +23,7 @@ cdef Tensor unary_jvp(unary_rule rule, Tensor a, Tensor out):
         return None
     cdef long level = suspend_fw()
     try:
-        return rule(t, a, out)
+        return rule(t, a, output_for_rule(out))
     finally:
         resume_fw(level)
 
@@ -101,14 +101,17 @@ cdef class ReluBackward(UnaryBackward):
 cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
                          unary_rule rule):
     """out's tangent by rule when a dual level is active; attach node to out when a requires
-    grad, saving a, or out when save_output."""
+    grad, saving a, or out when save_output. The node is attached before the rule runs, so a
+    rule reading out differentiates through out's history (reverse-over-forward), and the
+    output saved after, so it keeps its tangent (forward-over-reverse)."""
+    cdef bint recording = grad_enabled() and a.requires_grad_c()
+    if recording:
+        record(node, a, None)
+        attach_output(out, node, 0)
     if fw_active():
         set_tangent(out, unary_jvp(rule, a, out))
-    if not (grad_enabled() and a.requires_grad_c()):
-        return out
-    record(node, a, None)
-    attach_output(out, node, 0)
-    node.saved_x = save_tensor(out if save_output else a, node, save_output)
+    if recording:
+        node.saved_x = save_tensor(out if save_output else a, node, save_output)
     return out
 
 
