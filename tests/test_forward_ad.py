@@ -678,3 +678,49 @@ def test_a_recorded_tangent_does_not_keep_its_output_alive(op):
         ref = weakref.ref(y)
         del y
         assert ref() is None
+
+
+def _inplace_program(x, y):
+    z = x.clone()
+    z.mul_(y)
+    z[1] = y * 2.0
+    z.div_(y * y + 3.0)
+    z.sub_(x)
+    z += y.exp()
+    return z
+
+
+def _inplace_view_program(x, y):
+    z = x * 1.0
+    with lucid.no_grad():                 # views changed in place (forward mode needs no graph)
+        z[:, 1].mul_(y[0])
+        z.T[2].copy_(y)
+        z[0].add_(y)
+    return z
+
+
+@pytest.mark.parametrize("program", [_inplace_program, _inplace_view_program])
+def test_programs_with_inplace_ops_match_finite_differences(program, rng):
+    x = f64(rng.uniform(0.5, 2.0, (3, 3)), requires_grad=True)
+    y = f64(rng.uniform(0.5, 2.0, 3), requires_grad=True)
+    assert lucid.autograd.gradcheck(program, (x, y), check_forward_ad=True,
+                                    check_backward_ad=program is _inplace_program)
+
+
+def test_reverse_over_forward_through_inplace_ops(rng):
+    x0, y0 = rng.uniform(0.5, 2.0, (3, 3)), rng.uniform(0.5, 2.0, 3)
+    vx, vy = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    f = lambda x, y: (_inplace_program(x, y) ** 2).sum()
+    x, y = f64(x0, requires_grad=True), f64(y0, requires_grad=True)
+    with fwAD.dual_level():
+        directional = fwAD.unpack_dual(f(fwAD.make_dual(x, f64(vx)),
+                                         fwAD.make_dual(y, f64(vy)))).tangent
+    gx, gy = lucid.autograd.grad(directional, (x, y))
+
+    def grads_at(sign, eps=1e-6):
+        a = f64(x0 + sign * eps * vx, requires_grad=True)
+        b = f64(y0 + sign * eps * vy, requires_grad=True)
+        return [to_numpy(g) for g in lucid.autograd.grad(f(a, b), (a, b))]
+    plus, minus = grads_at(1), grads_at(-1)
+    assert_close(gx, (plus[0] - minus[0]) / 2e-6, rtol=1e-5, atol=1e-6)
+    assert_close(gy, (plus[1] - minus[1]) / 2e-6, rtol=1e-5, atol=1e-6)
