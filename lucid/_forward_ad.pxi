@@ -10,6 +10,16 @@
 #   tangent has no tangent of its own), but with grad mode as it is, so reverse mode can
 #   differentiate through tangents (reverse-over-forward); backward formulas run with forward
 #   mode on, so gradients of duals carry tangents (forward-over-reverse).
+#
+# Note [Tangent memory]
+#   A tangent shares memory with another tensor's tangent exactly where the primals share
+#   memory: the tangent of a view is the same view of its base's tangent (view ops apply
+#   themselves to the tangent), while an op whose output has memory of its own gives it a
+#   tangent of its own (own_tangent copies one that came out as an input's tangent, as
+#   x + y does when only x has one). make_dual gives the tangent the primal's layout (a
+#   copy when the strides differ), so view ops make views of both or of neither. In-place
+#   ops then write the new tangent into the tangent's memory (ops/inplace.pxi), which is how
+#   the base and the other views of a changed view see their new tangent.
 
 cdef long _fw_level_counter = 0
 
@@ -66,6 +76,32 @@ cdef Tensor fit_tangent(Tensor t, Tensor out):
     return t
 
 
+cdef inline bint same_memory(Tensor t, Tensor src) noexcept:
+    """Is t src, or a view of src's memory?"""
+    return src is not None and (t is src or (t._storage is not None and t._storage is src._storage))
+
+
+cdef Tensor own_tangent(Tensor t, Tensor src_a, Tensor src_b):
+    """Note [Tangent memory]: t, or a copy of it when it is (a view of) src_a or src_b, the
+    tangents of the inputs of an op whose output does not share their memory."""
+    if t is not None and (same_memory(t, src_a) or same_memory(t, src_b)):
+        return clone(t)
+    return t
+
+
+cdef Tensor output_for_rule(Tensor out):
+    """out's values and history for a jvp rule that reads the op's output: under grad mode a
+    new tensor, so a tangent's recorded graph does not hold out (out -> tangent -> node -> out
+    would be a cycle among objects the GC does not watch: Note [GC tracking])."""
+    if not grad_enabled():
+        return out
+    cdef Tensor y = wrap(out.data)
+    y._storage = out.storage()
+    if out._grad_fn is not None:
+        attach_output(y, out._grad_fn, out._output_nr)
+    return y
+
+
 cdef Tensor linear_jvp(Tensor a, object op, tuple args):
     """A linear op's tangent: the op itself applied to a's tangent (None when a has none)."""
     cdef Tensor t = tangent_of(a)
@@ -74,6 +110,20 @@ cdef Tensor linear_jvp(Tensor a, object op, tuple args):
     cdef long level = suspend_fw()
     try:
         return op(t, *args)
+    finally:
+        resume_fw(level)
+
+
+cdef Tensor shape_jvp(Tensor out, Tensor a, object op, tuple args):
+    """The tangent of a shape op's output: the op on a's tangent (as linear_jvp), a copy when
+    out is not a view of a but the tangent came out as a view (Note [Tangent memory])."""
+    cdef Tensor src = tangent_of(a), t
+    if src is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        t = op(src, *args)
+        return t if out._view_base is not None else own_tangent(t, src, None)
     finally:
         resume_fw(level)
 
@@ -102,7 +152,8 @@ cdef Tensor linear_jvp_n(object tensors, object op, tuple args):
 
 
 cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
-    """A tangent for primal: a float tensor of primal's shape, cast to primal's dtype."""
+    """A tangent for primal: a float tensor of primal's shape, cast to primal's dtype and laid
+    out like primal (a tangent in a graph keeps its own layout, so its history stays)."""
     if not isinstance(tangent, Tensor):
         raise TypeError(f"{where}: a tangent must be a Tensor, not {type(tangent).__name__}")
     cdef Tensor t = <Tensor>tangent
@@ -114,6 +165,8 @@ cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
                            f"shape {primal.data.shape}; they must be equal")
     if descr(t.data) is not descr(primal.data) and t.data.dtype != primal.data.dtype:
         t = cast(t, descr(primal.data))
+    if t.data.size > 1 and t.data.strides != primal.data.strides and not t.requires_grad_c():
+        t = wrap(copy_like(t.data, primal.data))     # Note [Tangent memory]: the same layout
     return t
 
 
@@ -138,6 +191,11 @@ cdef long fw_suspend() noexcept nogil:
 
 cdef void fw_resume(long level) noexcept nogil:
     resume_fw(level)
+cdef object copy_like(object values, object layout):
+    """values copied into a new array laid out like layout (Note [Tangent memory])."""
+    cdef object arr = np.empty_like(layout)
+    np.copyto(arr, values)
+    return arr
 
 
 # -- the alias op: make_dual's and unpack_dual's result shares memory and history ---------------
@@ -149,7 +207,8 @@ cdef class AliasBackward(Node):
 
 
 cdef Tensor alias(Tensor a):
-    """A tensor over a's memory with a's history (an identity op), without a's tangent."""
+    """A tensor over a's memory with a's history (an identity op), without a's tangent: it has
+    no jvp rule, since make_dual gives it the tangent it is asked to and unpack_dual none."""
     cdef Tensor out = wrap_like_view(a.data, a)
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(AliasBackward.__new__(AliasBackward), a, None), 0)

@@ -429,6 +429,7 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
         raise RuntimeError(f"Function {name}.jvp returned {len(got_t)} tangents, expected "
                            f"{len(result)} (one per output, None for those without one)")
     cdef Py_ssize_t i
+    cdef Tensor t
     for i in range(len(result)):
         tangent = got_t[i]
         o = result[i]
@@ -439,8 +440,11 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
                                "is not a tensor; expected None")
         if is_in(outs[i], non_diff) or not is_float_dtype(descr((<Tensor>o).data)):
             continue                             # non-differentiable outputs get no tangent
-        set_tangent(<Tensor>o, checked_tangent(<Tensor>o, tangent,
-                                               f"Function {name}.jvp (output {i})"))
+        t = checked_tangent(<Tensor>o, tangent, f"Function {name}.jvp (output {i})")
+        if (<Tensor>o)._view_base is None:       # Note [Tangent memory]: not an input's memory
+            for src in tangents:
+                t = own_tangent(t, src, None)
+        set_tangent(<Tensor>o, t)
     ctx._for_forward = None
 
 
@@ -491,6 +495,8 @@ def delayed_error(str message, tuple outputs, tuple inputs):
         o = outputs[i]
         if isinstance(o, Tensor) and is_float_dtype(descr((<Tensor>o).data)):
             t = wrap((<Tensor>o).data)
+            if fw_active():              # an identity: the tangent the backward's ops gave
+                set_tangent(t, tangent_of(<Tensor>o))
             attach_output(t, node, i)
             out.append(t)
         else:

@@ -85,6 +85,9 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     s.packed = packed
     s.unpack_hook = unpack_hook
     s.packed_meta = (t.data.shape, t.data.dtype, history)
+    if t._fw_grad is not None:           # Note [Forward mode]: forward-over-reverse
+        s.fw_tangent = <Tensor>t._fw_grad
+        s.fw_level = t._fw_level
     return s                             # tracked by the GC: packed may be anything
 
 
@@ -130,4 +133,6 @@ cdef Tensor unpack_packed(SavedTensor s, Node owner):
             t._grad_accumulator = PyWeakref_NewRef(history, None)
         else:
             attach_output(t, history, s.output_nr)
+    if s.fw_tangent is not None and s.fw_level == lucid_fw_level:
+        set_tangent(t, s.fw_tangent)
     return t

@@ -127,9 +127,10 @@ cdef Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
     if ta is None and tb is None:
         return None
     cdef long level = suspend_fw()
-    try:
-        return fit_tangent(add_tangents(None if ta is None else RULE_X[op](ta, a, b),
-                                        None if tb is None else RULE_Y[op](tb, a, b)), out)
+    try:                                 # x + y gives ta itself: own_tangent copies it
+        return own_tangent(fit_tangent(add_tangents(None if ta is None else RULE_X[op](ta, a, b),
+                                                    None if tb is None else RULE_Y[op](tb, a, b)),
+                                       out), ta, tb)
     finally:
         resume_fw(level)
 

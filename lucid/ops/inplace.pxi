@@ -140,12 +140,145 @@ cdef class CopyBackward(Node):
                 reduce_grad(g, self.v_shape, self.v_dtype) if needs(self, 1) else None)
 
 
+# -- forward mode: the tangent of the new value, written into self's tangent -----------------
+#
+# Note [In-place tangents]: an in-place op gives self the tangent of its new value by writing
+# it into self's tangent in place, with lucid's in-place ops (recorded when the tangent is in a
+# graph), before the primal is written: add_ t += tv; sub_ t -= tv; mul_ t = t*v + x*tv;
+# div_ t = (t - x*tv/v)/v; copy_/fill_/zero_ t = tv broadcast (zeros without one); setitem
+# t[idx] = tv (zeros without one). Writing in place is what lets a view's base and its other
+# views see the change, as they see the primal's (Note [Tangent memory]). A tensor without a
+# tangent gets zeros first (a view: the same view of zeros given to its base, when the layout
+# allows); a tangent that can't be written in place (read-only, or a leaf or view that
+# requires grad while grad mode is on) is replaced by a copy.
+
+cdef bint tangent_writable(Tensor t, Tensor value, Tensor tv):
+    """Can t, a tangent, be changed in place by lucid's in-place ops with value and tv?"""
+    if not t.data.flags.writeable:
+        return False
+    if not grad_enabled():
+        return True
+    if t._grad_fn is None and t._requires_grad:
+        return False
+    if t._view_base is None:
+        return True
+    if t._view_base._grad_fn is None and t._view_base._requires_grad:
+        return False
+    return not (t.requires_grad_c() or value.requires_grad_c() or
+                (tv is not None and tv.requires_grad_c()))
+
+
+cdef bint fits_into(Tensor value, Tensor self):
+    """Does value broadcast to self's shape?"""
+    if same_shape(value.data, self.data):
+        return True
+    try:
+        return np.broadcast_shapes(value.data.shape, self.data.shape) == self.data.shape
+    except ValueError:
+        return False
+
+
+cdef Tensor base_view_tangent(Tensor self):
+    """For a view without a tangent: the same view of its base's tangent (the base gets zeros
+    when it has none), or None when the base's layout does not let it be found."""
+    cdef Tensor base = self._view_base
+    cdef object b = base.data
+    cdef Tensor bt = tangent_of(base)
+    if self.data.size == 0 or not (b.flags.c_contiguous or b.flags.f_contiguous):
+        return None
+    if bt is None:
+        bt = wrap(np.zeros_like(b))
+        set_tangent(base, bt)
+    elif bt.data.strides != b.strides or bt.data.dtype != b.dtype or \
+            not (bt.data.flags.c_contiguous or bt.data.flags.f_contiguous):
+        return None
+    cdef Py_ssize_t offset = self.data.ctypes.data - b.ctypes.data
+    cdef object arr = np.ndarray(self.data.shape, self.data.dtype,
+                                 buffer=np.ravel(bt.data, order="K"), offset=offset,
+                                 strides=self.data.strides)
+    cdef Tensor vt = wrap_like_view(arr, bt)
+    set_tangent(self, vt)
+    return vt
+
+
+cdef Tensor tangent_to_update(Tensor self, Tensor value, Tensor tv):
+    """self's tangent, ready to be changed in place (Note [In-place tangents]); None when self
+    has none and the value brings none (the new value has no tangent either)."""
+    cdef Tensor t = tangent_of(self)
+    if t is None and tv is None:
+        return None
+    if t is None and self._view_base is not None:
+        t = base_view_tangent(self)
+    if t is None:
+        t = wrap(np.zeros_like(self.data))
+    elif not tangent_writable(t, value, tv):
+        t = clone(t)
+    set_tangent(self, t)
+    return t
+
+
+cdef void inplace_jvp(Tensor self, Tensor value, int op) except *:
+    """Note [In-place tangents]: write the tangent of self (op)= value into self's tangent,
+    before self is written (the rules read self's old value)."""
+    if not is_float_dtype(descr(self.data)) or not fits_into(value, self):
+        return                                   # (the write itself raises)
+    cdef Tensor tv = tangent_of(value)
+    cdef Tensor t = tangent_to_update(self, value, tv)
+    if t is None or (tv is None and (op == INPLACE_ADD or op == INPLACE_SUB)):
+        return
+    cdef long level = suspend_fw()
+    cdef Tensor x = self
+    try:
+        if tv is not None and same_memory(tv, t):
+            tv = clone(tv)                       # x.mul_(x): tv must not change under t
+        if grad_enabled():                       # old values, kept for the tangent's graph
+            if shares_storage(value, self):
+                value = history_snapshot(value)
+            if tv is not None and tv.requires_grad_c():
+                x = history_snapshot(self)
+        if op == INPLACE_ADD:
+            inplace_binary(t, tv, INPLACE_ADD)
+        elif op == INPLACE_SUB:
+            inplace_binary(t, tv, INPLACE_SUB)
+        elif op == INPLACE_MUL:
+            inplace_binary(t, value, INPLACE_MUL)
+            if tv is not None:
+                inplace_binary(t, mul(tv, x), INPLACE_ADD)
+        elif op == INPLACE_DIV:
+            if tv is not None:
+                inplace_binary(t, div(mul(tv, x), value), INPLACE_SUB)
+            inplace_binary(t, value, INPLACE_DIV)
+        elif tv is None:
+            inplace_binary(t, 0, INPLACE_COPY)
+        else:
+            inplace_binary(t, tv, INPLACE_COPY)
+    finally:
+        resume_fw(level)
+
+
+cdef void setitem_jvp(Tensor self, object key, Tensor value) except *:
+    """Note [In-place tangents]: self's tangent with tangent[key] = value's tangent (or 0)."""
+    if not is_float_dtype(descr(self.data)):
+        return
+    cdef Tensor tv = tangent_of(value)
+    cdef Tensor t = tangent_to_update(self, value, tv)
+    if t is None:
+        return
+    cdef long level = suspend_fw()
+    try:
+        setitem(t, key, 0.0 if tv is None else (clone(tv) if same_memory(tv, t) else tv))
+    finally:
+        resume_fw(level)
+
+
 cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if name is None:
         name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
     cdef bint recorded = check_inplace(self, value, name)
     check_writable(self, value, op, name)
+    if fw_active():
+        inplace_jvp(self, value, op)
     if not recorded:
         write_inplace(self, value, op, name)
         self.bump_version_by(name)
@@ -217,6 +350,8 @@ cdef void setitem(Tensor self, object index, object value) except *:
                          f"{self.data.shape}: {e}") from None
     except ValueError as e:
         raise write_error("setitem", self, v, e) from None
+    if fw_active():
+        setitem_jvp(self, key, v)
     if recorded:
         node = IndexPutBackward.__new__(IndexPutBackward)
         node.key = key

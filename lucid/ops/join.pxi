@@ -73,6 +73,8 @@ def cat(tensors, dim=0):
                            f" must match except in dim {d}") from None
     cdef Tensor out = wrap(arr)
     cdef CatBackward node
+    if fw_active():                      # linear: the tangents joined (zeros for missing ones)
+        set_tangent(out, fit_tangent(linear_jvp_n(ts, cat, (d,)), out))
     if grad_enabled() and any((<Tensor>t).requires_grad_c() for t in ts):
         node = CatBackward.__new__(CatBackward)
         node.dim = d
@@ -99,6 +101,8 @@ def stack(tensors, dim=0):
                            ", ".join(str((<Tensor>t).data.shape) for t in ts)) from None
     cdef Tensor out = wrap(arr)
     cdef StackBackward node
+    if fw_active():                      # linear: the tangents stacked (zeros for missing ones)
+        set_tangent(out, fit_tangent(linear_jvp_n(ts, stack, (d,)), out))
     if grad_enabled() and any((<Tensor>t).requires_grad_c() for t in ts):
         node = StackBackward.__new__(StackBackward)
         node.dim = d

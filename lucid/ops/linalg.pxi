@@ -36,6 +36,20 @@ cdef class MatmulBackward(Node):
         return (gx, gy)
 
 
+cdef Tensor matmul_jvp(Tensor a, Tensor b, Tensor out):
+    """dz = tx @ y + x @ ty (a missing tangent's term skipped; matmul's own 1-D and batch
+    rules shape each term like z); None when neither has a tangent."""
+    cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
+    if ta is None and tb is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return fit_tangent(add_tangents(None if ta is None else matmul(ta, b),
+                                        None if tb is None else matmul(a, tb)), out)
+    finally:
+        resume_fw(level)
+
+
 cpdef Tensor matmul(object x, object y):
     """Matrix product x @ y."""
     cdef Tensor a = operand(x, "matmul")
@@ -55,6 +69,8 @@ cpdef Tensor matmul(object x, object y):
         raise shape_error("matmul", a, b, "cannot be multiplied") from None
     cdef Tensor out = wrap(as_array(arr))
     cdef MatmulBackward node
+    if fw_active():
+        set_tangent(out, matmul_jvp(a, b, out))
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
         node = MatmulBackward.__new__(MatmulBackward)
         record(node, a, b)

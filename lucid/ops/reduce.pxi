@@ -33,8 +33,8 @@ cdef class MeanBackward(SumBackward):
 
 cdef Tensor spread_reduced(Tensor g, tuple in_shape, tuple dims, bint keepdim, double scale):
     """scale * expand_reduced(g): a fresh filled array when g is one value and nothing records."""
-    if not grad_enabled() and cnp.PyArray_SIZE(<cnp.ndarray>g.data) == 1 and is_fast(g.data) \
-            and len(in_shape) <= 32:
+    if not grad_enabled() and not fw_active() and cnp.PyArray_SIZE(<cnp.ndarray>g.data) == 1 \
+            and is_fast(g.data) and len(in_shape) <= 32:
         return wrap(fast_fill(in_shape, g.data, scale))
     g = expand_reduced(g, in_shape, dims, keepdim)
     return g if scale == 1.0 else mul(g, scale)
@@ -73,6 +73,8 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef Tensor out = wrap(as_array(arr))
     cdef SumBackward node
     cdef Py_ssize_t count = 1
+    if fw_active():                      # linear: the same reduction of the tangent
+        set_tangent(out, linear_jvp(a, mean if is_mean else sum, (dims, keepdim)))
     if grad_enabled() and a.requires_grad_c():
         if is_mean:
             node = MeanBackward.__new__(MeanBackward)
@@ -100,7 +102,8 @@ def mean(input, dim=None, keepdim=False):
 
 
 cdef class AmaxBackward(Node):
-    """y = amax(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)
+    """y = amax(x, dims)  ->  gx = expand(g)*w, w = [x == y]/count(x == y) (ties share
+    equally: extreme_weight); its jvp is dz = sum(tx*w, dims) (extreme_jvp).
 
     A NaN extreme is matched by the NaNs that made it; unpicked places get exactly 0 (Note
     [Mask by selection])."""
@@ -123,6 +126,21 @@ cdef class AminBackward(AmaxBackward):
     """y = amin(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)"""
 
 
+cdef object extreme_weight(Tensor a, object kept, tuple dims):
+    """Each element's share of an extreme over dims: 1/count where it is the extreme (a NaN
+    extreme is matched by the NaNs that made it), else 0; the backward's and the jvp's weight."""
+    cdef object hit = as_array(a.data == kept)
+    if is_float_dtype(descr(a.data)):
+        hit |= np.isnan(a.data) & np.isnan(kept)
+    hit = hit.astype(a.data.dtype)
+    return as_array(hit / np.sum(hit, axis=dims, keepdims=True))
+
+
+cdef Tensor extreme_jvp(Tensor t, object weight, tuple dims, bint keepdim):
+    """dz = sum(select_grad(tx, w), dims): the tangents of the extremes, ties averaged."""
+    return sum(select_grad(t, weight), dims, keepdim)
+
+
 cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     cdef str name = "amax" if is_max else "amin"
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
@@ -137,14 +155,21 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     cdef Tensor out = wrap(as_array(kept if keepdim else kept.reshape(
         tuple(s for i, s in enumerate(a.data.shape) if i not in dims))))
     cdef AmaxBackward node
+    cdef Tensor ta = tangent_of(a) if fw_active() else None
+    cdef object weight = None
+    cdef long level
+    if ta is not None:
+        weight = extreme_weight(a, kept, dims)
+        level = suspend_fw()
+        try:
+            ta = extreme_jvp(ta, weight, dims, keepdim)
+        finally:
+            resume_fw(level)
+        set_tangent(out, ta)
     if grad_enabled() and a.requires_grad_c():
         node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
         record(node, a, None)
-        hit = as_array(a.data == kept)
-        if is_float_dtype(descr(a.data)):
-            hit |= np.isnan(a.data) & np.isnan(kept)
-        hit = hit.astype(a.data.dtype)
-        node.weight = as_array(hit / np.sum(hit, axis=dims, keepdims=True))
+        node.weight = extreme_weight(a, kept, dims) if weight is None else weight
         node.in_shape = a.data.shape
         node.dims = dims
         node.keepdim = keepdim

@@ -33,6 +33,8 @@ cpdef Tensor select_grad(Tensor g, object weight):
         np.copyto(arr, 0, where=(w == 0))
     cdef Tensor out = wrap(arr)
     cdef SelectGradBackward node
+    if fw_active():                      # linear in g: the same selection of g's tangent
+        set_tangent(out, linear_jvp(g, select_grad, (w,)))
     if grad_enabled() and g.requires_grad_c():
         node = SelectGradBackward.__new__(SelectGradBackward)
         record(node, g, None)
@@ -87,8 +89,26 @@ cdef class WhereBackward(SelectBackward):
     """z = where(c, x, y)  ->  gx = g*c, gy = g*(not c)"""
 
 
+cdef Tensor select_jvp(Tensor a, Tensor b, object weight_x, object weight_y, Tensor out):
+    """dz = select_grad(tx, wx) + select_grad(ty, wy): the backward's selection applied to the
+    tangents (ties split alike), shaped and typed like out; None when neither has a tangent."""
+    cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
+    if ta is None and tb is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return fit_tangent(add_tangents(None if ta is None else select_grad(ta, weight_x),
+                                        None if tb is None else select_grad(tb, weight_y)), out)
+    finally:
+        resume_fw(level)
+
+
 cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, object weight_x,
                           object weight_y):
+    """Give out its tangent (select_jvp) when a dual level is active; attach node to out when
+    an input requires grad, keeping the weights its backward selects with."""
+    if fw_active():
+        set_tangent(out, select_jvp(a, b, weight_x, weight_y, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     record(node, a, b)
@@ -116,7 +136,7 @@ cdef Tensor extremum(object x, object y, bint is_max):
     cdef Tensor a = operand(x, name), b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     cdef Tensor out = wrap(binary_kernel(np.maximum if is_max else np.minimum, a, b, dt, name))
-    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+    if not (fw_active() or (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()))):
         return out
     a_wins = (a.data > b.data) if is_max else (a.data < b.data)
     b_wins = (b.data > a.data) if is_max else (b.data < a.data)
@@ -151,7 +171,7 @@ cpdef Tensor where(object condition, object x, object y):
         raise RuntimeError(f"where: shapes {c.data.shape}, {a.data.shape} and {b.data.shape} "
                            "cannot be broadcast together") from None
     cdef Tensor out = wrap(arr)
-    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+    if not (fw_active() or (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()))):
         return out
     return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(dt),
                          np.logical_not(c.data).astype(dt))

@@ -1,5 +1,7 @@
 # Shape ops: reshape, view, transpose, expand, and sum_to (expand's reverse).
 # NOTE: expand is sum in reverse, and sum is expand in reverse; each backward is the other op.
+# All are linear: each one's jvp is the op itself on the tangent (linear_jvp), so the tangent
+# of a view is the same view of the tangent (Note [Tangent memory]).
 
 cdef tuple as_shape(object shape, str op):
     try:
@@ -36,6 +38,8 @@ cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
                            f"{a.data.strides} cannot be viewed as {s}; use reshape()")
     cdef Tensor out = wrap_like_view(arr, a) if is_view else wrap(arr)
     cdef ReshapeBackward node
+    if fw_active():                      # linear: the tangent reshaped (a view where out is one)
+        set_tangent(out, shape_jvp(out, a, reshape, (s,)))
     if grad_enabled() and a.requires_grad_c():
         node = ReshapeBackward.__new__(ReshapeBackward)
         record(node, a, None)
@@ -69,6 +73,8 @@ cpdef Tensor transpose(Tensor a, object dim0, object dim1):
     cdef Py_ssize_t d0 = normalize_dim(dim0, nd), d1 = normalize_dim(dim1, nd)
     cdef Tensor out = wrap_like_view(np.swapaxes(a.data, d0, d1) if nd > 0 else a.data.view(), a)
     cdef TransposeBackward node
+    if fw_active():
+        set_tangent(out, linear_jvp(a, transpose, (d0, d1)))
     if grad_enabled() and a.requires_grad_c():
         node = TransposeBackward.__new__(TransposeBackward)
         record(node, a, None)
@@ -107,6 +113,8 @@ cpdef Tensor expand(Tensor a, object shape):
                            f"{target}") from None
     cdef Tensor out = wrap_like_view(arr, a)
     cdef ExpandBackward node
+    if fw_active():
+        set_tangent(out, linear_jvp(a, expand, (target,)))
     if grad_enabled() and a.requires_grad_c():
         node = ExpandBackward.__new__(ExpandBackward)
         record(node, a, None)
@@ -145,6 +153,8 @@ cpdef Tensor sum_to(Tensor a, tuple shape):
     cdef object arr = np.sum(a.data, axis=tuple(axes), keepdims=True)
     cdef Tensor out = wrap(as_array(arr).reshape(shape))
     cdef SumToBackward node
+    if fw_active():
+        set_tangent(out, linear_jvp(a, sum_to, (shape,)))
     if grad_enabled() and a.requires_grad_c():
         node = SumToBackward.__new__(SumToBackward)
         record(node, a, None)
@@ -174,6 +184,8 @@ cpdef Tensor permute(Tensor a, object dims):
         raise RuntimeError(f"permute: {tuple(dims)} is not a permutation of a 0-d tensor's dims")
     cdef Tensor out = wrap_like_view(np.transpose(a.data, order) if nd > 0 else a.data.view(), a)
     cdef PermuteBackward node
+    if fw_active():
+        set_tangent(out, linear_jvp(a, permute, (order,)))
     if grad_enabled() and a.requires_grad_c():
         node = PermuteBackward.__new__(PermuteBackward)
         record(node, a, None)
@@ -186,6 +198,8 @@ cdef Tensor view_as_shape(Tensor a, object arr):
     """A view of a with arr's (size-1-dims-only different) shape; gradient reshaped back."""
     cdef Tensor out = wrap_like_view(arr, a)
     cdef ReshapeBackward node
+    if fw_active():                      # size-1 dims only: the tangent reshaped is a view
+        set_tangent(out, linear_jvp(a, reshape, (arr.shape,)))
     if grad_enabled() and a.requires_grad_c():
         node = ReshapeBackward.__new__(ReshapeBackward)
         record(node, a, None)

@@ -23,7 +23,7 @@ cdef Tensor unary_jvp(unary_rule rule, Tensor a, Tensor out):
         return None
     cdef long level = suspend_fw()
     try:
-        return rule(t, a, out)
+        return rule(t, a, output_for_rule(out))
     finally:
         resume_fw(level)
 
@@ -100,9 +100,10 @@ cdef class ReluBackward(UnaryBackward):
 
 cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
                          unary_rule rule):
-    """Attach node to out when a requires grad; give out its tangent by rule when a dual level
-    is active (after attaching, so a rule that reads out records through it: reverse-over-
-    forward); then save a, or out when save_output (a saved output keeps its tangent)."""
+    """out's tangent by rule when a dual level is active; attach node to out when a requires
+    grad, saving a, or out when save_output. The node is attached before the rule runs, so a
+    rule reading out differentiates through out's history (reverse-over-forward), and the
+    output saved after, so it keeps its tangent (forward-over-reverse)."""
     cdef bint recording = grad_enabled() and a.requires_grad_c()
     if recording:
         record(node, a, None)
