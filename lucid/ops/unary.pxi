@@ -100,15 +100,24 @@ cdef class ReluBackward(UnaryBackward):
 
 cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
                          unary_rule rule):
-    """out's tangent by rule when a dual level is active; attach node to out when a requires
-    grad, saving a, or out when save_output."""
+    """Attach node to out when a requires grad (saving a, or out when save_output) and give out
+    its tangent by rule when a dual level is active. The rule reads out through a stand-in that
+    has out's history, so differentiating the tangent in reverse goes through y as well
+    (reverse-over-forward), and that is not out itself (out -> tangent -> out: a cycle). The
+    tangent is set before out is saved: a saved output keeps its tangent."""
+    cdef bint recording = grad_enabled() and a.requires_grad_c()
+    cdef Tensor y = out
+    if recording:
+        record(node, a, None)
+        attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, unary_jvp(rule, a, out))
-    if not (grad_enabled() and a.requires_grad_c()):
-        return out
-    record(node, a, None)
-    attach_output(out, node, 0)
-    node.saved_x = save_tensor(out if save_output else a, node, save_output)
+        if recording:
+            y = wrap(out.data)
+            y._storage = out.storage()
+            attach_output(y, node, 0)
+        set_tangent(out, unary_jvp(rule, a, y))
+    if recording:
+        node.saved_x = save_tensor(out if save_output else a, node, save_output)
     return out
 
 
