@@ -8,6 +8,8 @@ import lucid
 
 NEEDS_JVPREST = pytest.mark.xfail(reason="needs jvp of sum/matmul (jvprest branch)",
                                   strict=False)
+NEEDS_JVP_OF_STACK = pytest.mark.xfail(reason="needs jvp of stack/reshape (jvprest branch)",
+                                       strict=False)
 NEEDS_JVP_OF_SLICING = pytest.mark.xfail(reason="needs jvp of slicing x[1:] (jvprest branch)",
                                          strict=False)
 
@@ -42,6 +44,19 @@ def smooth_grad_np(x):
 
 def smooth_hess_np(x):
     return np.diag(2 * np.exp(x) * np.cos(x) + 2 * x)
+
+
+def vector_fn(x):
+    """exp(x) * sin(x), elementwise (no reduction)."""
+    return x.exp() * x.sin()
+
+
+def vector_fn_second_np(x):
+    """Its second derivative: T[i, j, k] = 2 e^x_i cos x_i when i = j = k, else 0."""
+    n = x.size
+    t = np.zeros((n, n, n))
+    t[np.arange(n), np.arange(n), np.arange(n)] = 2 * np.exp(x) * np.cos(x)
+    return t
 
 
 def mlp_data(rng, n=5, d=3, h=4):

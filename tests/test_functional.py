@@ -10,8 +10,9 @@ from lucid.autograd import Function
 from lucid.autograd import functional as F
 
 from functional_cases import (
-    NEEDS_JVP_OF_SLICING, NEEDS_JVPREST, assert_unchanged, fd_jacobian, gauss_grad_hess_np, gauss_ll, mlp_data,
-    mlp_grad_np, mlp_loss, rosen, rosen2, smooth, smooth_grad_np, smooth_hess_np, snapshot, t64,
+    NEEDS_JVP_OF_SLICING, NEEDS_JVPREST, assert_unchanged, fd_jacobian, gauss_grad_hess_np,
+    gauss_ll, mlp_data, mlp_grad_np, mlp_loss, rosen, rosen2, smooth, smooth_hess_np, snapshot,
+    t64,
 )
 
 X0 = np.array([1.3, 0.7, 0.8, 1.9, 1.2])
@@ -157,6 +158,9 @@ def test_jacobian_structures(strategy, rng):
     one_out = F.jacobian(lambda a, b: a * b, (t64(x), t64(y)), strategy=strategy)
     assert isinstance(one_out, tuple) and len(one_out) == 2
     close(one_out[0], np.diag(y))
+    independent = F.jacobian(lambda a, b: a * 2.0, (t64(1.0), t64(2.0)), strategy=strategy)
+    assert [tuple(b.shape) for b in independent] == [(), ()]
+    close(independent[1], 0.0)
     scalar_in = F.jacobian(lambda a: a * t64([1.0, 2.0]), t64(1.5), strategy=strategy)
     assert tuple(scalar_in.shape) == (2,)
     close(scalar_in, [1.0, 2.0])

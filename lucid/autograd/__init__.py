@@ -9,4 +9,5 @@ from .diagnostics import set_saved_tensor_guard, saved_tensor_guard, set_creatio
 __all__ = ["Node", "AccumulateGrad", "backward", "grad", "Function", "FunctionCtx",
            "PythonBackwardNode", "once_differentiable", "gradcheck", "gradgradcheck",
            "GradcheckError", "detect_anomaly", "is_anomaly_enabled", "set_saved_tensor_guard",
-           "saved_tensor_guard", "set_creation_sites", "profile", "forward_ad", "graph", "functional"]
+           "saved_tensor_guard", "set_creation_sites", "profile", "forward_ad", "graph",
+           "functional"]

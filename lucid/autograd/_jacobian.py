@@ -75,4 +75,4 @@ def assemble(pieces, piece_like, target_shape, axis):
         return _core.stack(filled, axis).reshape(target_shape)
     zero = np.zeros(piece_like.shape, dtype=np.dtype(piece_like.dtype))
     arrays = [zero if p is None else p.detach().numpy() for p in pieces]
-    return _core._from_array(np.ascontiguousarray(np.stack(arrays, axis).reshape(target_shape)))
+    return _core._from_array(np.stack(arrays, axis).reshape(target_shape))
