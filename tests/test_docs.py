@@ -1,5 +1,5 @@
-"""The custom-Function guide's code blocks run as written (docs/native_ops.md shows code from
-examples/native_op, which CI builds and tests on its own)."""
+"""The custom-Function and functional-transform guides' code blocks run as written
+(docs/native_ops.md shows code from examples/native_op, which CI builds and tests on its own)."""
 import pathlib
 import re
 
@@ -10,7 +10,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def blocks():
-    for path in [DOCS / "custom_functions.md"]:
+    for path in [DOCS / "custom_functions.md", DOCS / "functional.md"]:
         for i, code in enumerate(BLOCK.findall(path.read_text())):
             yield pytest.param(code, id=f"{path.stem}-{i}")
 
