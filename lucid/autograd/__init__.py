@@ -3,10 +3,11 @@ from .._core import Node, AccumulateGrad, backward, grad
 from .function import Function, FunctionCtx, PythonBackwardNode, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .anomaly import detect_anomaly, is_anomaly_enabled
-from . import forward_ad, graph
+from . import forward_ad, graph, functional
 from .diagnostics import set_saved_tensor_guard, saved_tensor_guard, set_creation_sites, profile
 
 __all__ = ["Node", "AccumulateGrad", "backward", "grad", "Function", "FunctionCtx",
            "PythonBackwardNode", "once_differentiable", "gradcheck", "gradgradcheck",
            "GradcheckError", "detect_anomaly", "is_anomaly_enabled", "set_saved_tensor_guard",
-           "saved_tensor_guard", "set_creation_sites", "profile", "forward_ad", "graph"]
+           "saved_tensor_guard", "set_creation_sites", "profile", "forward_ad", "graph",
+           "functional"]

@@ -1,0 +1,115 @@
+"""The tensors a transform differentiates with respect to, and whether its results need a graph.
+
+Note [Transform aliases]
+    A transform never differentiates with respect to the caller's tensor itself: the same tensor
+    may also reach the function another way (a closure, an outer transform's variable), and a
+    gradient with respect to it would mix those paths (perturbation confusion:
+    `grad(lambda x: grad(lambda y: x * y)(x))(x)` must be 1, not 2). Each call makes its own
+    alias instead and asks the engine only for the gradient that flows through that alias:
+    - the input requires grad (the caller's graph, an outer transform's alias): an identity
+      view of it, so gradients through the alias flow on to the caller's graph;
+    - it does not: a fresh leaf over the same memory (nothing to connect to).
+    A tangent the input carries at the active dual level is kept on the alias, so a reverse
+    transform inside a forward one sees the perturbation (forward-over-reverse).
+    The caller's tensors are never changed: not their requires_grad, .grad, history or tangent.
+"""
+import threading
+import weakref
+
+from .. import _core
+from . import forward_ad
+
+_state = threading.local()
+
+
+def tangent_of(t):
+    """t's tangent at the active dual level, or None."""
+    if _core._current_dual_level() is None:
+        return None
+    return _core._unpack_dual(t)[1]
+
+
+_private_leaves = {}          # id -> weakref of the fresh leaves transforms made
+
+
+def _forget(key):
+    return lambda ref: _private_leaves.pop(key, None)
+
+
+def _is_private_leaf(t):
+    ref = _private_leaves.get(id(t))
+    return ref is not None and ref() is t
+
+
+def differentiable_alias(x, connect=True):
+    """A new tensor equal to x that requires grad; when x requires grad and connect is True,
+    gradients through it flow on to x (Note [Transform aliases])."""
+    tangent = tangent_of(x)
+    if connect and x.requires_grad:
+        alias = x.view(x.shape)
+    else:
+        alias = x.detach().requires_grad_(True)
+        _private_leaves[id(alias)] = weakref.ref(alias, _forget(id(alias)))
+    if tangent is not None and tangent_of(alias) is None:
+        alias = forward_ad.make_dual(alias, tangent)
+    return alias
+
+
+def detached(t):
+    """t without history, keeping its tangent at the active dual level (if any)."""
+    tangent = tangent_of(t)
+    out = t.detach()
+    return out if tangent is None else forward_ad.make_dual(out, tangent)
+
+
+def transform_depth():
+    """How many lucid.func transforms are running in this thread."""
+    return getattr(_state, "depth", 0)
+
+
+class inside_transform:
+    """Counts a running transform, so inner transforms keep what they return differentiable."""
+
+    def __enter__(self):
+        _state.depth = transform_depth() + 1
+
+    def __exit__(self, *exc):
+        _state.depth -= 1
+        return False
+
+
+def reaches_outside_leaves(outputs):
+    """Does the graph of outputs reach a leaf requiring grad that no transform made (a closure
+    over the caller's parameters)? Walks the nodes once, stopping at the first."""
+    pending = []
+    for out in outputs:
+        if out.grad_fn is not None:
+            pending.append(out.grad_fn)
+        elif out.requires_grad and not _is_private_leaf(out):
+            return True
+    seen = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, _core.AccumulateGrad):
+            if not _is_private_leaf(node.variable):
+                return True
+            continue
+        pending.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return False
+
+
+def needs_graph(grad_was_enabled, primals, outputs):
+    """Should a transform's results be differentiable (create_graph)? Yes when grad mode was on
+    at the call and something outside the transform can differentiate them: an enclosing
+    transform, a dual level, a primal requiring grad, or a closure over tensors requiring grad.
+    Called inside the transform (its own count included)."""
+    if not grad_was_enabled:
+        return False
+    if transform_depth() > 1 or _core._current_dual_level() is not None:
+        return True
+    if any(p.requires_grad for p in primals):
+        return True
+    return reaches_outside_leaves(outputs)

@@ -1,0 +1,344 @@
+"""Functional higher-order derivatives, with the signatures and return structures of
+torch.autograd.functional.
+
+    vjp(func, inputs, v)      -> (func(inputs), v^T J)          one backward pass
+    jvp(func, inputs, v)      -> (func(inputs), J v)            forward mode (one dual level)
+    jacobian(func, inputs)    -> J, blocks out.shape + in.shape  rows by reverse mode, or columns
+                                                                 with strategy="forward-mode"
+    hessian(func, inputs)     -> H, blocks in_i.shape + in_j.shape
+    hvp(func, inputs, v)      -> (func(inputs), H v)            forward-over-reverse when it can
+    vhp(func, inputs, v)      -> (func(inputs), v^T H)          reverse-over-reverse
+
+`inputs` is a Tensor or a tuple of Tensors, and so is what `func` returns; results follow those
+structures (a tuple of tuples for several outputs and inputs). Results have no history unless
+`create_graph=True`, which makes them differentiable with respect to the inputs that require grad
+(and to `v`). An input the outputs do not depend on gets zeros, or a RuntimeError with
+`strict=True`. lucid has no vmap, so `vectorize=True` computes the same loop as False;
+`strategy="forward-mode"` works with either, and with `create_graph=True`.
+"""
+from .. import _core
+from .._grad_mode import enable_grad
+from . import forward_ad
+from ._aliases import differentiable_alias, detached, tangent_of
+from ._jacobian import assemble, forward_columns, reverse_rows
+from ._structures import (
+    as_tensor_tuple, check_float, checked_vectors, default_vector, function_outputs, restore,
+    restore_nested, zeros_like,
+)
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+_STRATEGIES = ("reverse-mode", "forward-mode")
+
+
+# -- checks and messages shared by the transforms ----------------------------------------------
+
+def _inputs(inputs, fn_name):
+    was_tuple, inputs = as_tensor_tuple(inputs, "inputs", fn_name)
+    check_float(inputs, "input", fn_name)
+    return was_tuple, inputs
+
+
+def _vectors(v, reference, ref_what, fn_name):
+    if v is None:
+        return default_vector(reference, ref_what, fn_name)
+    return checked_vectors(v, reference, ref_what, fn_name)
+
+
+def _check_outputs_differentiable(outputs, strict, fn_name):
+    if not strict:
+        return
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise RuntimeError(f"{fn_name}: output {i} of the user-provided function (shape "
+                               f"{tuple(out.shape)}) does not require gradients. The outputs must "
+                               "be computed in a differentiable manner from the input when "
+                               "running in strict mode.")
+
+
+def _independent(fn_name, input_index, input_tensor, output_index=None):
+    which = "the output" if output_index is None else f"output {output_index}"
+    return RuntimeError(f"{fn_name}: {which} of the user-provided function is independent of "
+                        f"input {input_index} (shape {tuple(input_tensor.shape)}). This is not "
+                        "allowed in strict mode.")
+
+
+def _jacobian_constant(fn_name, input_index, input_tensor):
+    return RuntimeError(f"{fn_name}: the jacobian of the user-provided function is independent "
+                        f"of input {input_index} (shape {tuple(input_tensor.shape)}). This is not "
+                        "allowed in strict mode when create_graph=True.")
+
+
+def _hessian_constant(fn_name, input_index, input_tensor):
+    return RuntimeError(f"{fn_name}: the hessian of the user-provided function with respect to "
+                        f"input {input_index} (shape {tuple(input_tensor.shape)}) is independent "
+                        "of the input. This is not allowed in strict mode. You should ensure "
+                        "that your function is thrice differentiable and that the hessian "
+                        "depends on the inputs.")
+
+
+def _check_strategy(strategy, arg_name, fn_name):
+    if strategy not in _STRATEGIES:
+        raise ValueError(f'{fn_name}: expected {arg_name} to be either "forward-mode" or '
+                         f'"reverse-mode", got {strategy!r}. Hint: if your function has more '
+                         'outputs than inputs, "forward-mode" tends to be faster; otherwise '
+                         'prefer "reverse-mode".')
+
+
+def _refuse_nested_forward(fn_name):
+    if _core._current_dual_level() is not None:
+        raise RuntimeError(f"{fn_name} uses forward mode, but a dual level is already active in "
+                           "this thread: nested forward-mode levels are not supported (lucid has "
+                           "one dual level per thread); use the reverse-mode variant inside it")
+
+
+def _finish(tensors, create_graph):
+    """Without create_graph nothing returned keeps history."""
+    return tuple(tensors) if create_graph else tuple(detached(t) for t in tensors)
+
+
+def _grads(outputs, inputs, grad_outputs, create_graph):
+    """autograd.grad over the outputs that require grad (None for every input when none does)."""
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    if not pairs:
+        return (None,) * len(inputs)
+    return _core.grad([o for o, _ in pairs], inputs, grad_outputs=[g for _, g in pairs],
+                      retain_graph=True, create_graph=create_graph, allow_unused=True)
+
+
+def _scalar_output(value, fn_name):
+    was_tuple, outputs = function_outputs(value, fn_name)
+    if was_tuple:
+        raise RuntimeError(f"{fn_name}: the function given to {fn_name} should return a single "
+                           f"Tensor, but it returned a tuple of {len(outputs)}")
+    if outputs[0].numel() != 1:
+        raise RuntimeError(f"{fn_name}: the Tensor returned by the function given to {fn_name} "
+                           f"should contain a single element, but it has shape "
+                           f"{tuple(outputs[0].shape)}")
+    return outputs[0]
+
+
+# -- vjp and jvp ---------------------------------------------------------------------------------
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), v^T J): v has the outputs' structure, the product the inputs'."""
+    inputs_tuple, inputs = _inputs(inputs, "vjp")
+    with enable_grad():
+        aliases = tuple(differentiable_alias(x, connect=create_graph) for x in inputs)
+        outputs_tuple, outputs = function_outputs(func(*aliases), "vjp")
+        _check_outputs_differentiable(outputs, strict, "vjp")
+        v = _vectors(v, outputs, "output of the user-provided function", "vjp")
+        grads = _grads(outputs, aliases, v, create_graph)
+    result = []
+    for i, g in enumerate(grads):
+        if g is None:
+            if strict:
+                raise _independent("vjp", i, inputs[i])
+            g = zeros_like(inputs[i])
+        elif strict and create_graph and not g.requires_grad:
+            raise _jacobian_constant("vjp", i, inputs[i])
+        result.append(g)
+    return (restore(_finish(outputs, create_graph), outputs_tuple),
+            restore(_finish(result, create_graph), inputs_tuple))
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), J v) by forward mode: v has the inputs' structure, the product the
+    outputs'."""
+    inputs_tuple, inputs = _inputs(inputs, "jvp")
+    v = _vectors(v, inputs, "input to the user-provided function", "jvp")
+    _refuse_nested_forward("jvp")
+    with enable_grad(), forward_ad.dual_level():
+        prepared = [differentiable_alias(x) if create_graph and x.requires_grad else x.detach()
+                    for x in inputs]
+        duals = tuple(forward_ad.make_dual(x, vi) for x, vi in zip(prepared, v))
+        outputs_tuple, outputs = function_outputs(func(*duals), "jvp")
+        unpacked = [forward_ad.unpack_dual(out) for out in outputs]
+    primals, result = [], []
+    for i, (primal, tangent) in enumerate(unpacked):
+        if tangent is None:
+            if strict:
+                raise RuntimeError(f"jvp: output {i} of the user-provided function (shape "
+                                   f"{tuple(primal.shape)}) is independent of the inputs. This "
+                                   "is not allowed in strict mode.")
+            tangent = zeros_like(primal)
+        elif strict and create_graph and not tangent.requires_grad:
+            raise RuntimeError(f"jvp: the jacobian-vector product of output {i} (shape "
+                               f"{tuple(primal.shape)}) does not depend on the inputs. This is "
+                               "not allowed in strict mode when create_graph=True.")
+        primals.append(primal)
+        result.append(tangent)
+    return (restore(_finish(primals, create_graph), outputs_tuple),
+            restore(_finish(result, create_graph), outputs_tuple))
+
+
+# -- Jacobians and Hessians ------------------------------------------------------------------
+
+def _reverse_blocks(func, inputs, create_graph, strict, fn_name):
+    """(outputs_tuple, blocks[i][j]) by one backward pass per output element."""
+    with enable_grad():
+        aliases = tuple(differentiable_alias(x, connect=create_graph) for x in inputs)
+        outputs_tuple, outputs = function_outputs(func(*aliases), fn_name)
+        _check_outputs_differentiable(outputs, strict, fn_name)
+        rows = reverse_rows(outputs, aliases, create_graph)
+    blocks = []
+    for i, out in enumerate(outputs):
+        row = []
+        for j, x in enumerate(inputs):
+            pieces = [r[j] for r in rows[i]]
+            if strict and any(p is None for p in pieces):
+                raise _independent(fn_name, j, x, output_index=i)
+            row.append(assemble(pieces, x, tuple(out.shape) + tuple(x.shape), 0))
+        blocks.append(row)
+    return outputs_tuple, blocks
+
+
+def _forward_blocks(func, inputs, create_graph, strict, fn_name):
+    """(outputs_tuple, blocks[i][j]) by one forward-mode pass per input element."""
+    _refuse_nested_forward(f"{fn_name}(strategy='forward-mode')")
+    structure = []
+
+    def call(args):
+        was_tuple, outs = function_outputs(func(*args), fn_name)
+        structure.append(was_tuple)
+        return outs, None
+
+    with enable_grad():
+        prepared = [differentiable_alias(x) if create_graph and x.requires_grad else x.detach()
+                    for x in inputs]
+        outputs, _, cols = forward_columns(call, prepared)
+    blocks = []
+    for i, out in enumerate(outputs):
+        row = []
+        for j, x in enumerate(inputs):
+            pieces = [c[i] for c in cols[j]]
+            if strict and any(p is None for p in pieces):
+                raise _independent(fn_name, j, x, output_index=i)
+            row.append(assemble(pieces, out, tuple(out.shape) + tuple(x.shape), out.ndim))
+        blocks.append(row)
+    return structure[0], blocks
+
+
+def _blocks(func, inputs, create_graph, strict, strategy, fn_name):
+    build = _forward_blocks if strategy == "forward-mode" else _reverse_blocks
+    outputs_tuple, blocks = build(func, inputs, create_graph, strict, fn_name)
+    return outputs_tuple, [list(_finish(row, create_graph)) for row in blocks]
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
+             strategy="reverse-mode"):
+    """J[i][j] = d output_i / d input_j, of shape output_i.shape + input_j.shape; a Tensor for
+    one input and one output, a tuple over the one that is a tuple, a tuple of tuples for
+    both."""
+    _check_strategy(strategy, "strategy", "jacobian")
+    inputs_tuple, inputs = _inputs(inputs, "jacobian")
+    outputs_tuple, blocks = _blocks(func, inputs, create_graph, strict, strategy, "jacobian")
+    return restore_nested(blocks, outputs_tuple, inputs_tuple)
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
+            outer_jacobian_strategy="reverse-mode"):
+    """H[i][j] = d^2 func / d input_i d input_j of a function with one output element, of shape
+    input_i.shape + input_j.shape: the Jacobian (outer_jacobian_strategy) of its gradient."""
+    _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
+    inputs_tuple, inputs = _inputs(inputs, "hessian")
+
+    def gradient(*args):
+        with enable_grad():
+            leaves = tuple(differentiable_alias(a) for a in args)
+            out = _scalar_output(func(*leaves), "hessian")
+            _check_outputs_differentiable((out,), strict, "hessian")
+            grads = _grads((out,), leaves, (None,), True)
+        result = []
+        for i, g in enumerate(grads):
+            if g is None:
+                if strict:
+                    raise _independent("hessian", i, args[i])
+                g = zeros_like(args[i])
+            elif strict and not g.requires_grad:
+                raise _hessian_constant("hessian", i, args[i])
+            result.append(g)
+        return tuple(result)
+
+    _, blocks = _blocks(gradient, inputs, create_graph, strict, outer_jacobian_strategy,
+                        "hessian")
+    return restore_nested(blocks, inputs_tuple, inputs_tuple)
+
+
+# -- Hessian-vector products -----------------------------------------------------------------
+
+def _hvp_forward_over_reverse(func, inputs, v, create_graph, strict):
+    """(value, H v) as the tangent (along v) of the gradient; None when some gradient carries no
+    tangent (H v may be zero, or an op did not propagate one), so the caller recomputes."""
+    with enable_grad(), forward_ad.dual_level():
+        leaves = [differentiable_alias(x, connect=create_graph) for x in inputs]
+        duals = tuple(forward_ad.make_dual(x, vi) for x, vi in zip(leaves, v))
+        out = _scalar_output(func(*duals), "hvp")
+        _check_outputs_differentiable((out,), strict, "hvp")
+        grads = _grads((out,), duals, (None,), create_graph)
+        value = forward_ad.unpack_dual(out).primal
+        result = []
+        for i, g in enumerate(grads):
+            if g is None:
+                if strict:
+                    raise _independent("hvp", i, inputs[i])
+                result.append(zeros_like(inputs[i]))
+                continue
+            tangent = tangent_of(g)
+            if tangent is None:
+                return None
+            result.append(tangent)
+    return value, result
+
+
+def _vhp_reverse_over_reverse(func, inputs, v, create_graph, strict, fn_name):
+    """(value, v^T H): the gradient of <grad func, v>."""
+    with enable_grad():
+        leaves = tuple(differentiable_alias(x, connect=create_graph) for x in inputs)
+        out = _scalar_output(func(*leaves), fn_name)
+        _check_outputs_differentiable((out,), strict, fn_name)
+        grads = _grads((out,), leaves, (None,), True)
+        for i, g in enumerate(grads):
+            if strict and g is None:
+                raise _independent(fn_name, i, inputs[i])
+            if strict and not g.requires_grad:
+                raise _hessian_constant(fn_name, i, inputs[i])
+        used = [(g, vi) for g, vi in zip(grads, v) if g is not None]
+        second = _grads([g for g, _ in used], leaves, [vi for _, vi in used], create_graph)
+    result = []
+    for i, h in enumerate(second):
+        if h is None:
+            if strict:
+                raise _hessian_constant(fn_name, i, inputs[i])
+            h = zeros_like(inputs[i])
+        result.append(h)
+    return out, result
+
+
+def _second_order(fn_name, func, inputs, v, create_graph, strict, forward):
+    inputs_tuple, inputs = _inputs(inputs, fn_name)
+    v = _vectors(v, inputs, "input to the user-provided function", fn_name)
+    found = None
+    if forward and _core._current_dual_level() is None:
+        try:
+            found = _hvp_forward_over_reverse(func, inputs, v, create_graph, strict)
+        except RuntimeError as e:
+            if "does not implement jvp" not in str(e):
+                raise
+    if found is None:
+        found = _vhp_reverse_over_reverse(func, inputs, v, create_graph, strict, fn_name)
+    value, result = found
+    return (_finish((value,), create_graph)[0],
+            restore(_finish(result, create_graph), inputs_tuple))
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), v^T H) for a function with one output element, by reverse-over-reverse."""
+    return _second_order("vhp", func, inputs, v, create_graph, strict, forward=False)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), H v) for a function with one output element: the forward-mode tangent of
+    its gradient (forward-over-reverse); reverse-over-reverse inside an active dual level, for
+    a custom Function without jvp, or when no tangent reached the gradient."""
+    return _second_order("hvp", func, inputs, v, create_graph, strict, forward=True)
