@@ -48,9 +48,11 @@ cdef object tensor_type(Tensor t, object dtype):
     """x.type(): 'lucid.FloatTensor' ...; x.type(dtype): x cast to dtype."""
     if dtype is None:
         return "lucid." + TYPE_NAMES[t.data.dtype]
+    cdef str bare
     if isinstance(dtype, str):
+        bare = dtype.rpartition(".")[2]          # "lucid.FloatTensor" -> "FloatTensor"
         for dt, name in TYPE_NAMES.items():
-            if dtype.rsplit(".", 1)[-1] == name:
+            if bare == name:
                 return cast(t, dt)
         raise TypeError(f"type(): unknown tensor type {dtype!r}; use a dtype such as "
                         "lucid.float64")
