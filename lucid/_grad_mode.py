@@ -71,8 +71,10 @@ class set_grad_enabled(_GradMode):
 
 
 class inference_mode:
-    """Like no_grad, and every tensor made inside can never require grad (requires_grad_(True)
-    on it raises). inference_mode(False) changes nothing."""
+    """Like no_grad, and every tensor made inside can never require grad: requires_grad_(True)
+    on it raises outside the mode, and has no effect inside it (nothing records there, and
+    torch.ones(2, requires_grad=True) inside the mode must not fail). inference_mode(False)
+    changes nothing."""
 
     def __new__(cls, mode=True):
         self = super().__new__(cls)

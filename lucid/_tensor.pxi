@@ -105,6 +105,8 @@ cdef class Tensor:
             raise RuntimeError("requires_grad can only be changed on leaf tensors; use "
                                ".detach() to get a tensor that does not require grad")
         if flag and self._inference:
+            if lucid_inference_on:       # nothing records in the mode anyway (torch accepts it)
+                return self
             raise RuntimeError("this tensor was made under lucid.inference_mode() and can never "
                                "require grad; make it outside inference_mode, or use "
                                "lucid.no_grad() where gradients may be wanted later")
@@ -595,6 +597,10 @@ cdef class Tensor:
 
     def new_tensor(self, data, *, dtype=None, requires_grad=False):
         return new_tensor_from(self, data, dtype, requires_grad)
+
+    def half(self):
+        """float16 is not a lucid dtype: TypeError."""
+        raise TypeError("half(): lucid has no float16 dtype; use .float() (float32) or .double()")
 
     def is_inference(self):
         """True for a tensor made under lucid.inference_mode()."""
