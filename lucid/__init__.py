@@ -17,11 +17,21 @@ from ._core import (
     reduce_all as all, reduce_any as any,
 )
 from ._core import mm, bmm, dot, outer
+from ._core import (
+    log1p, expm1, square, rsqrt, reciprocal, tan, asin, acos, atan, sinh, cosh, erf, atan2,
+    sign, floor, ceil, round, trunc, silu, gelu, softplus, leaky_relu, elu,
+    eq, ne, lt, le, gt, ge, isnan, isinf, isfinite, logical_and, logical_or, logical_xor,
+    logical_not, isclose, allclose,
+)
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
-    manual_seed, randn, rand, get_rng_state, set_rng_state,
+    manual_seed, randn, rand, get_rng_state, set_rng_state, empty_like, eye, linspace, logspace,
+    as_tensor,
 )
-from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from ._grad_mode import (
+    no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+    is_inference_mode_enabled,
+)
 from ._core import from_dlpack
 from . import autograd
 from . import linalg

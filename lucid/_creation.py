@@ -119,8 +119,56 @@ def ones_like(t, dtype=None, requires_grad=False):
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
+    """A tensor of t's shape filled with fill_value, with t's dtype unless given."""
     return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
                 requires_grad=requires_grad)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    """A tensor of t's shape and dtype with unspecified values."""
+    return empty(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+
+def _count(value, name, op):
+    """A non-negative int argument (a size or a number of steps)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{op}: {name} must be an int, not {type(value).__name__}")
+    value = value.__index__()
+    if value < 0:
+        raise RuntimeError(f"{op}: {name} must be >= 0, got {value}")
+    return value
+
+
+def eye(n, m=None, dtype=None, requires_grad=False):
+    """The n x m matrix (m = n by default) with ones on the diagonal and zeros elsewhere."""
+    n = _count(n, "n", "eye")
+    m = n if m is None else _count(m, "m", "eye")
+    return _core._from_array(np.eye(n, m, dtype=_dtype(dtype, _core.float32)), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False):
+    """steps values evenly spaced from start to end, both included."""
+    steps = _count(steps, "steps", "linspace")
+    dt = _dtype(dtype, _core.float32)
+    return _core._from_array(np.linspace(start, end, steps).astype(dt), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
+    """steps values base**e for e evenly spaced from start to end, both included."""
+    steps = _count(steps, "steps", "logspace")
+    dt = _dtype(dtype, _core.float32)
+    return _core._from_array(np.power(float(base), np.linspace(start, end, steps)).astype(dt),
+                             requires_grad)
+
+
+def as_tensor(data, dtype=None):
+    """data as a tensor, without a copy when it already is one (or a NumPy array) of dtype."""
+    if isinstance(data, _core.Tensor):
+        return data if dtype is None else data.to(dtype)
+    if (isinstance(data, np.ndarray) and data.dtype in _core.SUPPORTED_DTYPES
+            and data.dtype.isnative and (dtype is None or _core.as_dtype(dtype) == data.dtype)):
+        return _core.from_numpy(data)
+    return tensor(data, dtype=dtype)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False):

@@ -7,12 +7,14 @@ cdef extern from *:
     static __thread long lucid_fw_level = 0;
     static __thread int lucid_saved_hooks_on = 0;
     static __thread int lucid_plain_backward = 0;
+    static __thread int lucid_inference_on = 0;
     """
     int lucid_grad_disabled
     int lucid_traversal_depth
     long lucid_fw_level             # the active dual level's id in this thread (0: none)
     int lucid_saved_hooks_on        # saved-tensor hooks are active in this thread
     int lucid_plain_backward        # the running traversal is backward() into every leaf's .grad
+    int lucid_inference_on          # inference_mode is on: new tensors can never require grad
 
 
 cdef bint grad_enabled() noexcept nogil:
@@ -34,3 +36,16 @@ def is_grad_enabled():
 def _set_grad_enabled(bint on):
     """Set this thread's grad mode; return the previous one."""
     return set_grad_enabled_c(on)
+
+
+def is_inference_mode_enabled():
+    """True inside lucid.inference_mode() in this thread."""
+    return lucid_inference_on != 0
+
+
+def _set_inference_mode(bint on):
+    """Set this thread's inference mode (tensors made in it are marked); return the previous."""
+    global lucid_inference_on
+    cdef bint previous = lucid_inference_on != 0
+    lucid_inference_on = 1 if on else 0
+    return previous

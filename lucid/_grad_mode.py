@@ -1,4 +1,5 @@
-"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled (context managers and decorators)."""
+"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled, inference_mode (context managers
+and decorators; no_grad, enable_grad and inference_mode also bare, without parentheses)."""
 import functools
 
 from . import _core
@@ -28,12 +29,27 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):
+class _BareDecorator:
+    """`@mode` without parentheses decorates like `@mode()`: cls(fn) returns the wrapped fn."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        if not callable(orig_func):
+            raise TypeError(f"{cls.__name__}() takes no arguments (it may decorate a function "
+                            f"bare), got {type(orig_func).__name__}")
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_BareDecorator, _GradMode):
     """Operations inside are not recorded for backward."""
     enabled = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_BareDecorator, _GradMode):
     """Operations inside are recorded, even within no_grad."""
     enabled = True
 
@@ -54,6 +70,49 @@ class set_grad_enabled(_GradMode):
         return super().__call__(fn)
 
 
+class inference_mode:
+    """Like no_grad, and every tensor made inside can never require grad: requires_grad_(True)
+    on it raises outside the mode, and has no effect inside it (nothing records there, and
+    torch.ones(2, requires_grad=True) inside the mode must not fail). inference_mode(False)
+    changes nothing."""
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):    # bare @inference_mode
+            self.mode = True
+            return self(mode)
+        return self
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        if self.mode:
+            self._previous = (_core._set_grad_enabled(False), _core._set_inference_mode(True))
+        return self
+
+    def __exit__(self, *exc):
+        if self.mode:
+            grad, inference = self._previous
+            _core._set_grad_enabled(grad)
+            _core._set_inference_mode(inference)
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
 def is_grad_enabled():
     """True when operations in this thread are recorded."""
     return _core.is_grad_enabled()
+
+
+def is_inference_mode_enabled():
+    """True inside inference_mode() in this thread."""
+    return _core.is_inference_mode_enabled()

@@ -104,6 +104,12 @@ cdef class Tensor:
                 return self
             raise RuntimeError("requires_grad can only be changed on leaf tensors; use "
                                ".detach() to get a tensor that does not require grad")
+        if flag and self._inference:
+            if lucid_inference_on:       # nothing records in the mode anyway (torch accepts it)
+                return self
+            raise RuntimeError("this tensor was made under lucid.inference_mode() and can never "
+                               "require grad; make it outside inference_mode, or use "
+                               "lucid.no_grad() where gradients may be wanted later")
         if flag and not is_float_dtype(descr(self.data)):
             raise RuntimeError(f"only floating point tensors can require gradients, not "
                                f"{dtype_name(self.data.dtype)}; convert with .float() or .double()")
@@ -180,6 +186,7 @@ cdef class Tensor:
         """A tensor sharing this one's memory and version counter, outside the graph."""
         cdef Tensor t = wrap(self.data)
         t._storage = self.storage()          # not a view: it has no history to go stale
+        t._inference = t._inference or self._inference
         return t
 
     def detach_(self):
@@ -257,10 +264,6 @@ cdef class Tensor:
 
     def __reduce_ex__(self, protocol):
         return leaf_reduce(self)
-
-    def to(self, dtype):
-        """This tensor converted to dtype (self when it already has it)."""
-        return cast(self, as_supported_dtype(dtype))
 
     def float(self):
         return cast(self, float32)
@@ -600,6 +603,159 @@ cdef class Tensor:
 
     def inverse(self):
         return linalg_inv(self)
+    # -- elementwise, comparison and conversion (ops/elementwise.pxi, activation.pxi, compare.pxi,
+    #    convert.pxi) ------------------------------------------------------------------------
+    def log1p(self):
+        return log1p(self)
+
+    def expm1(self):
+        return expm1(self)
+
+    def square(self):
+        return square(self)
+
+    def rsqrt(self):
+        return rsqrt(self)
+
+    def reciprocal(self):
+        return reciprocal(self)
+
+    def tan(self):
+        return tan(self)
+
+    def asin(self):
+        return asin(self)
+
+    def acos(self):
+        return acos(self)
+
+    def atan(self):
+        return atan(self)
+
+    def sinh(self):
+        return sinh(self)
+
+    def cosh(self):
+        return cosh(self)
+
+    def erf(self):
+        return erf(self)
+
+    def atan2(self, other):
+        return atan2(self, other)
+
+    def pow(self, exponent):
+        return pow(self, exponent)
+
+    def sign(self):
+        return sign(self)
+
+    def floor(self):
+        return floor(self)
+
+    def ceil(self):
+        return ceil(self)
+
+    def round(self, *, decimals=0):
+        return round(self, decimals=decimals)
+
+    def trunc(self):
+        return trunc(self)
+
+    def silu(self):
+        return silu(self)
+
+    def gelu(self, approximate="none"):
+        return gelu(self, approximate)
+
+    def softplus(self, beta=1, threshold=20):
+        return softplus(self, beta, threshold)
+
+    def leaky_relu(self, negative_slope=0.01):
+        return leaky_relu(self, negative_slope)
+
+    def elu(self, alpha=1.0):
+        return elu(self, alpha)
+
+    def eq(self, other):
+        return eq(self, other)
+
+    def ne(self, other):
+        return ne(self, other)
+
+    def lt(self, other):
+        return lt(self, other)
+
+    def le(self, other):
+        return le(self, other)
+
+    def gt(self, other):
+        return gt(self, other)
+
+    def ge(self, other):
+        return ge(self, other)
+
+    def isnan(self):
+        return isnan(self)
+
+    def isinf(self):
+        return isinf(self)
+
+    def isfinite(self):
+        return isfinite(self)
+
+    def logical_and(self, other):
+        return logical_and(self, other)
+
+    def logical_or(self, other):
+        return logical_or(self, other)
+
+    def logical_xor(self, other):
+        return logical_xor(self, other)
+
+    def logical_not(self):
+        return logical_not(self)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return allclose(self, other, rtol, atol, equal_nan)
+
+    def to(self, *args, **kwargs):
+        """This tensor with another dtype (and on "cpu", lucid's one device); self if unchanged."""
+        return tensor_to(self, args, kwargs)
+
+    def type(self, dtype=None):
+        """'lucid.FloatTensor' (etc.) without an argument; else this tensor cast to dtype."""
+        return tensor_type(self, dtype)
+
+    def cpu(self):
+        """This tensor (lucid tensors live on the CPU)."""
+        return self
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False):
+        return new_filled(self, size, 0, dtype, requires_grad, "new_zeros")
+
+    def new_ones(self, *size, dtype=None, requires_grad=False):
+        return new_filled(self, size, 1, dtype, requires_grad, "new_ones")
+
+    def new_empty(self, *size, dtype=None, requires_grad=False):
+        return new_filled(self, size, None, dtype, requires_grad, "new_empty")
+
+    def new_full(self, size, fill_value, *, dtype=None, requires_grad=False):
+        return new_filled(self, (size,), fill_value, dtype, requires_grad, "new_full")
+
+    def new_tensor(self, data, *, dtype=None, requires_grad=False):
+        return new_tensor_from(self, data, dtype, requires_grad)
+
+    def half(self):
+        """float16 is not a lucid dtype: TypeError."""
+        raise TypeError("half(): lucid has no float16 dtype; use .float() (float32) or .double()")
+
+    def is_inference(self):
+        """True for a tensor made under lucid.inference_mode()."""
+        return self._inference
 
 
 cdef Py_ssize_t _hook_counter = 0
@@ -641,6 +797,8 @@ cdef Tensor wrap(object array):
     gc_untrack(t)                        # Note [GC tracking]
     # NumPy hands back scalars from 0-d work; the typed code behind a Tensor needs an ndarray
     t.data = array if type(array) is np.ndarray else np.asarray(array)
+    if lucid_inference_on:
+        t._inference = True
     return t
 
 
@@ -652,6 +810,7 @@ cdef Tensor wrap_like_view(object array, Tensor base):
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
     t._view_version = t._storage.graph_version
+    t._inference = base._inference or lucid_inference_on != 0
     return t
 
 

@@ -263,11 +263,6 @@ def clamp(input, min=None, max=None):
     return out
 
 
-cpdef Tensor sign(Tensor a):
-    """-1, 0 or 1 by the sign of a (a constant: its gradient is zero)."""
-    return wrap(as_array(np.sign(a.data)))
-
-
 # -- fused backward kernels: each is an op, so a recorded backward differentiates it ------------
 
 cdef class FusedGradBackward(Node):

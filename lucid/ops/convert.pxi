@@ -1,0 +1,92 @@
+# Conversions and constructors reached from a tensor: x.to(...), x.type(...), x.cpu(),
+# x.new_zeros / new_ones / new_full / new_empty / new_tensor. The dtype change itself is `cast`
+# (ops/unary.pxi), differentiable.
+
+cdef dict TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", int64: "LongTensor",
+                        int32: "IntTensor", bool_: "BoolTensor"}
+
+
+cdef void check_device(object device, str op) except *:
+    """lucid has one device, the CPU: "cpu" (or "cpu:0") passes, anything else raises."""
+    cdef str name = str(device)
+    if name not in ("cpu", "cpu:0"):
+        raise RuntimeError(f"{op}: lucid tensors live on the CPU only; device {name!r} is not "
+                           "available (use 'cpu')")
+
+
+cdef Tensor tensor_to(Tensor t, tuple args, dict kwargs):
+    """x.to(dtype) / x.to(device) / x.to(device, dtype) / x.to(other) / x.to(device=, dtype=)."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            if dtype is not None or len(args) > 1:
+                raise TypeError("to(other): the other tensor gives the dtype and device; "
+                                "pass nothing else")
+            dtype = (<Tensor>arg).data.dtype
+        elif isinstance(arg, str):
+            if device is not None:
+                raise TypeError("to(): the device was given twice")
+            device = arg
+        else:
+            if dtype is not None:
+                raise TypeError("to(): the dtype was given twice")
+            dtype = arg
+    if device is not None:
+        check_device(device, "to")
+    cdef Tensor out = t if dtype is None else cast(t, as_supported_dtype(dtype))
+    return clone(out) if copy and out is t else out
+
+
+cdef object tensor_type(Tensor t, object dtype):
+    """x.type(): 'lucid.FloatTensor' ...; x.type(dtype): x cast to dtype."""
+    if dtype is None:
+        return "lucid." + TYPE_NAMES[t.data.dtype]
+    cdef str bare
+    if isinstance(dtype, str):
+        bare = dtype.rpartition(".")[2]          # "lucid.FloatTensor" -> "FloatTensor"
+        for dt, name in TYPE_NAMES.items():
+            if bare == name:
+                return cast(t, dt)
+        raise TypeError(f"type(): unknown tensor type {dtype!r}; use a dtype such as "
+                        "lucid.float64")
+    return cast(t, as_supported_dtype(dtype))
+
+
+cdef tuple size_arg(tuple size, str op):
+    """new_*(2, 3) and new_*((2, 3)) alike, as a tuple of ints."""
+    size = shape_arg(size)
+    try:
+        return tuple([s.__index__() for s in size])
+    except AttributeError:
+        raise TypeError(f"{op}: a size is a sequence of ints, got {size!r}") from None
+
+
+cdef Tensor new_filled(Tensor t, tuple size, object value, object dtype, bint requires_grad,
+                       str op):
+    """A new tensor of size filled with value (None: uninitialised), with t's dtype unless
+    dtype is given."""
+    cdef object dt = descr(t.data) if dtype is None else as_supported_dtype(dtype)
+    cdef tuple shape = size_arg(size, op)
+    cdef Tensor out = wrap(np.empty(shape, dtype=dt) if value is None else
+                           np.full(shape, value, dtype=dt))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+cdef Tensor new_tensor_from(Tensor t, object data, object dtype, bint requires_grad):
+    """A new tensor holding a copy of data, with t's dtype unless dtype is given."""
+    cdef object dt = descr(t.data) if dtype is None else as_supported_dtype(dtype)
+    cdef object values = (<Tensor>data).data if isinstance(data, Tensor) else data
+    cdef object arr = np.array(values, dtype=dt, copy=True)
+    cdef Tensor out = wrap(arr)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out

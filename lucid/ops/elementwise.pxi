@@ -1,0 +1,390 @@
+# More elementwise functions: log1p expm1 square rsqrt reciprocal tan asin acos atan sinh cosh
+# erf, atan2, and the step functions sign floor ceil round trunc (zero gradient).
+#
+# Each section: its rule (Note [Elementwise rules] in ops/unary.pxi: one rule per input is both
+# the backward and the jvp), its node (a docstring on a shared base that applies the rule), and
+# its forward.
+
+from libc.math cimport erf as c_erf
+
+cdef double TWO_OVER_SQRT_PI = 1.1283791670955126      # 2/sqrt(pi), d/dx erf(x) at 0
+
+
+cdef class RuleBackward(UnaryBackward):
+    """Shared apply of the elementwise nodes: the op's rule on its saved input (or output)."""
+    cdef unary_rule rule
+    cdef bint saved_is_output
+
+    cdef tuple apply(self, tuple grads):
+        cdef Tensor saved = self.saved_x.unpack(self)
+        if self.saved_is_output:
+            return (self.rule(grads[0], None, saved),)
+        return (self.rule(grads[0], saved, None),)
+
+
+cdef Tensor record_rule(Tensor out, Tensor a, RuleBackward node, bint save_output,
+                        unary_rule rule):
+    """out's tangent and node by rule (record_unary), the node applying the same rule."""
+    node.rule = rule
+    node.saved_is_output = save_output
+    return record_unary(out, a, node, save_output, rule)
+
+
+cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bint save_output,
+                        unary_rule rule):
+    """ufunc(x) (integer and bool inputs compute in float32, like PyTorch), recorded by rule."""
+    cdef Tensor a = operand(x, name)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        arr = unary_kernel(ufunc, a)
+    return record_rule(wrap(arr), a, node, save_output, rule)
+
+
+# -- log1p, expm1: NumPy's kernels, accurate near 0 --------------------------------------------
+
+cdef Tensor log1p_rule(Tensor g, Tensor x, Tensor y):
+    """g/(1 + x)"""
+    return div(g, add(x, 1.0))
+
+
+cdef class Log1pBackward(RuleBackward):
+    """y = log1p(x)  ->  gx = log1p_rule(g, x, y) = g/(1 + x)"""
+
+
+cpdef Tensor log1p(object x):
+    """log(1 + x), accurate for x near 0."""
+    return float_unary(x, "log1p", np.log1p, Log1pBackward.__new__(Log1pBackward), False,
+                       log1p_rule)
+
+
+cdef Tensor expm1_rule(Tensor g, Tensor x, Tensor y):
+    """g*(y + 1)"""
+    return mul(g, add(y, 1.0))
+
+
+cdef class Expm1Backward(RuleBackward):
+    """y = expm1(x)  ->  gx = expm1_rule(g, x, y) = g*(y + 1)"""
+
+
+cpdef Tensor expm1(object x):
+    """exp(x) - 1, accurate for x near 0."""
+    return float_unary(x, "expm1", np.expm1, Expm1Backward.__new__(Expm1Backward), True,
+                       expm1_rule)
+
+
+# -- square, rsqrt, reciprocal -----------------------------------------------------------------
+
+cdef Tensor square_rule(Tensor g, Tensor x, Tensor y):
+    """2*g*x"""
+    return mul(g, mul(x, 2.0))
+
+
+cdef class SquareBackward(RuleBackward):
+    """y = x*x  ->  gx = square_rule(g, x, y) = 2*g*x"""
+
+
+cpdef Tensor square(object x):
+    """x * x (integer tensors stay integer)."""
+    cdef Tensor a = operand(x, "square")
+    if a.data.dtype.kind == "b":
+        raise TypeError("square: not supported for bool tensors; convert with .int() or .float()")
+    return record_rule(wrap(as_array(np.square(a.data))), a, SquareBackward.__new__(SquareBackward),
+                       False, square_rule)
+
+
+cdef Tensor rsqrt_rule(Tensor g, Tensor x, Tensor y):
+    """-g*y**3/2"""
+    return mul(g, mul(mul(y, mul(y, y)), -0.5))
+
+
+cdef class RsqrtBackward(RuleBackward):
+    """y = 1/sqrt(x)  ->  gx = rsqrt_rule(g, x, y) = -g*y**3/2"""
+
+
+def _rsqrt_kernel(arr, dtype=None):
+    """1/sqrt(arr) in one fresh array (the ufunc-like kernel of rsqrt)."""
+    out = as_array(np.sqrt(arr, dtype=dtype))
+    np.reciprocal(out, out=out)
+    return out
+
+
+cpdef Tensor rsqrt(object x):
+    """1 / sqrt(x)."""
+    return float_unary(x, "rsqrt", _rsqrt_kernel, RsqrtBackward.__new__(RsqrtBackward), True,
+                       rsqrt_rule)
+
+
+cdef Tensor reciprocal_rule(Tensor g, Tensor x, Tensor y):
+    """-g*y*y"""
+    return neg(mul(g, mul(y, y)))
+
+
+cdef class ReciprocalBackward(RuleBackward):
+    """y = 1/x  ->  gx = reciprocal_rule(g, x, y) = -g*y*y"""
+
+
+def _reciprocal_kernel(arr, dtype=None):
+    """1/arr in floating point (NumPy's reciprocal truncates integers)."""
+    return as_array(np.true_divide(1.0, arr, dtype=dtype if dtype is not None else arr.dtype))
+
+
+cpdef Tensor reciprocal(object x):
+    """1 / x."""
+    return float_unary(x, "reciprocal", _reciprocal_kernel,
+                       ReciprocalBackward.__new__(ReciprocalBackward), True, reciprocal_rule)
+
+
+# -- trigonometric and hyperbolic --------------------------------------------------------------
+
+cdef Tensor tan_rule(Tensor g, Tensor x, Tensor y):
+    """g*(1 + y*y)"""
+    return mul(g, add(mul(y, y), 1.0))
+
+
+cdef class TanBackward(RuleBackward):
+    """y = tan(x)  ->  gx = tan_rule(g, x, y) = g*(1 + y*y)"""
+
+
+cpdef Tensor tan(object x):
+    """Tangent of x."""
+    return float_unary(x, "tan", np.tan, TanBackward.__new__(TanBackward), True, tan_rule)
+
+
+cdef Tensor asin_rule(Tensor g, Tensor x, Tensor y):
+    """g/sqrt(1 - x*x)"""
+    return div(g, sqrt(sub(1.0, mul(x, x))))
+
+
+cdef class AsinBackward(RuleBackward):
+    """y = asin(x)  ->  gx = asin_rule(g, x, y) = g/sqrt(1 - x*x)"""
+
+
+cpdef Tensor asin(object x):
+    """Arcsine of x (NaN outside [-1, 1])."""
+    return float_unary(x, "asin", np.arcsin, AsinBackward.__new__(AsinBackward), False, asin_rule)
+
+
+cdef Tensor acos_rule(Tensor g, Tensor x, Tensor y):
+    """-asin_rule = -g/sqrt(1 - x*x)"""
+    return neg(asin_rule(g, x, y))
+
+
+cdef class AcosBackward(RuleBackward):
+    """y = acos(x)  ->  gx = acos_rule(g, x, y) = -g/sqrt(1 - x*x)"""
+
+
+cpdef Tensor acos(object x):
+    """Arccosine of x (NaN outside [-1, 1])."""
+    return float_unary(x, "acos", np.arccos, AcosBackward.__new__(AcosBackward), False, acos_rule)
+
+
+cdef Tensor atan_rule(Tensor g, Tensor x, Tensor y):
+    """g/(1 + x*x)"""
+    return div(g, add(mul(x, x), 1.0))
+
+
+cdef class AtanBackward(RuleBackward):
+    """y = atan(x)  ->  gx = atan_rule(g, x, y) = g/(1 + x*x)"""
+
+
+cpdef Tensor atan(object x):
+    """Arctangent of x."""
+    return float_unary(x, "atan", np.arctan, AtanBackward.__new__(AtanBackward), False, atan_rule)
+
+
+cdef Tensor sinh_rule(Tensor g, Tensor x, Tensor y):
+    """g*cosh(x)"""
+    return mul(g, cosh(x))
+
+
+cdef class SinhBackward(RuleBackward):
+    """y = sinh(x)  ->  gx = sinh_rule(g, x, y) = g*cosh(x)"""
+
+
+cpdef Tensor sinh(object x):
+    """Hyperbolic sine of x."""
+    return float_unary(x, "sinh", np.sinh, SinhBackward.__new__(SinhBackward), False, sinh_rule)
+
+
+cdef Tensor cosh_rule(Tensor g, Tensor x, Tensor y):
+    """g*sinh(x)"""
+    return mul(g, sinh(x))
+
+
+cdef class CoshBackward(RuleBackward):
+    """y = cosh(x)  ->  gx = cosh_rule(g, x, y) = g*sinh(x)"""
+
+
+cpdef Tensor cosh(object x):
+    """Hyperbolic cosine of x."""
+    return float_unary(x, "cosh", np.cosh, CoshBackward.__new__(CoshBackward), False, cosh_rule)
+
+
+# -- erf: the C library's erf (the function math.erf calls), in a typed loop --------------------
+
+def _erf_kernel(arr, dtype=None):
+    """erf(arr): libm's erf over a contiguous float64 copy (about 1 ulp, no per-element Python),
+    cast to dtype (arr's own floating dtype when None)."""
+    cdef cnp.ndarray src = np.asarray(arr, dtype=float64, order="C")    # 0-d stays 0-d
+    cdef cnp.ndarray dst = np.empty_like(src)
+    cdef double* s = <double*>cnp.PyArray_DATA(src)
+    cdef double* d = <double*>cnp.PyArray_DATA(dst)
+    cdef Py_ssize_t i, n = cnp.PyArray_SIZE(src)
+    with nogil:
+        for i in range(n):
+            d[i] = c_erf(s[i])
+    return as_array(dst.astype(arr.dtype if dtype is None else dtype, copy=False))
+
+
+cdef Tensor erf_rule(Tensor g, Tensor x, Tensor y):
+    """g*2/sqrt(pi)*exp(-x*x)"""
+    return mul(g, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI))
+
+
+cdef class ErfBackward(RuleBackward):
+    """y = erf(x)  ->  gx = erf_rule(g, x, y) = g*2/sqrt(pi)*exp(-x*x)"""
+
+
+cpdef Tensor erf(object x):
+    """The error function 2/sqrt(pi) * integral_0^x exp(-t*t) dt."""
+    return float_unary(x, "erf", _erf_kernel, ErfBackward.__new__(ErfBackward), False, erf_rule)
+
+
+# -- atan2 (binary, broadcasting) --------------------------------------------------------------
+
+cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
+    """g*y/(x*x + y*y)"""
+    return div(mul(g, y), add(mul(x, x), mul(y, y)))
+
+
+cdef Tensor atan2_rule_y(Tensor g, Tensor x, Tensor y):
+    """-g*x/(x*x + y*y)  (atan2_rule_x with the roles of x and y swapped, negated)"""
+    return neg(atan2_rule_x(g, y, x))
+
+
+cdef class Atan2Backward(BinaryBackward):
+    """z = atan2(x, y)  ->  gx = atan2_rule_x = g*y/(x*x + y*y), gy = atan2_rule_y
+    = -g*x/(x*x + y*y)"""
+    cdef tuple apply(self, tuple grads):
+        g = grads[0]
+        x = self.a.unpack(self)
+        y = self.b.unpack(self)
+        return self.reduced(atan2_rule_x(g, x, y) if needs(self, 0) else None,
+                            atan2_rule_y(g, x, y) if needs(self, 1) else None)
+
+
+cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b, Tensor out):
+    """Note [Elementwise rules]: out's tangent, rule_x(ta, a, b) + rule_y(tb, a, b), shaped and
+    typed like out (binary_jvp for rules outside arith.pxi's table); None without tangents."""
+    cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
+    if ta is None and tb is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return fit_tangent(add_tangents(None if ta is None else rule_x(ta, a, b),
+                                        None if tb is None else rule_y(tb, a, b)), out)
+    finally:
+        resume_fw(level)
+
+
+cpdef Tensor atan2(object input, object other):
+    """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
+    cdef Tensor a = operand(input, "atan2"), b = operand(other, "atan2")
+    cdef cnp.dtype dt = result_dtype(a, b)
+    if not is_float_dtype(dt):
+        dt = float32
+    cdef Tensor out = wrap(binary_kernel(np.arctan2, a, b, dt, "atan2"))
+    if fw_active():
+        set_tangent(out, rules_jvp(atan2_rule_x, atan2_rule_y, a, b, out))
+    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
+        return out
+    cdef Atan2Backward node = Atan2Backward.__new__(Atan2Backward)
+    record(node, a, b)
+    node.a_shape = shape_if_broadcast(a.data, out.data)
+    node.b_shape = shape_if_broadcast(b.data, out.data)
+    node.a_dtype = descr(a.data)
+    node.b_dtype = descr(b.data)
+    node.a = save_tensor(a, node, False)
+    node.b = save_tensor(b, node, False)
+    attach_output(out, node, 0)
+    return out
+
+
+# -- step functions: sign floor ceil round trunc (flat almost everywhere: zero gradient) --------
+
+cdef Tensor zero_rule(Tensor g, Tensor x, Tensor y):
+    """0 (of g's shape, connected to g under create_graph)"""
+    return zero_grad_like(g)
+
+
+cdef class StepBackward(Node):
+    """y = sign/floor/ceil/round/trunc(x)  ->  gx = zero_rule(g, x, y) = 0
+
+    Named after its op (SignBackward, FloorBackward, ...); it saves nothing."""
+    cdef str label
+
+    cpdef str name(self):
+        return self.label
+
+    cdef tuple apply(self, tuple grads):
+        return (zero_rule(grads[0], None, None),)
+
+
+cdef Tensor step_op(object x, str name, object float_kernel, object int_kernel):
+    """float_kernel(x) for float x, int_kernel(x) (None: a copy) for integer and bool x; recorded
+    with a zero gradient and, under forward mode, a zero tangent."""
+    cdef Tensor a = operand(x, name)
+    cdef object arr
+    if is_float_dtype(descr(a.data)):
+        arr = as_array(float_kernel(a.data))
+    elif int_kernel is None or a.data.dtype.kind == "b":
+        arr = np.array(a.data, copy=True)
+    else:
+        arr = as_array(int_kernel(a.data))
+    cdef Tensor out = wrap(arr)
+    if fw_active():
+        set_tangent(out, unary_jvp(zero_rule, a, out))
+    if not (grad_enabled() and a.requires_grad_c()):
+        return out
+    cdef StepBackward node = StepBackward.__new__(StepBackward)
+    node.label = name.capitalize() + "Backward"
+    record(node, a, None)
+    attach_output(out, node, 0)
+    return out
+
+
+def _sign_kernel(arr):
+    """np.sign with NaN giving 0, as PyTorch's sign does."""
+    out = as_array(np.sign(arr))
+    if out.dtype.kind == "f" and np.isnan(out).any():
+        np.copyto(out, 0, where=np.isnan(out))
+    return out
+
+
+cpdef Tensor sign(object x):
+    """-1, 0 or 1 by the sign of x (0 for NaN, like PyTorch); its gradient is zero."""
+    return step_op(x, "sign", _sign_kernel, np.sign)
+
+
+cpdef Tensor floor(object x):
+    """The largest integer <= x (integer tensors unchanged); its gradient is zero."""
+    return step_op(x, "floor", np.floor, None)
+
+
+cpdef Tensor ceil(object x):
+    """The smallest integer >= x (integer tensors unchanged); its gradient is zero."""
+    return step_op(x, "ceil", np.ceil, None)
+
+
+cpdef Tensor trunc(object x):
+    """x rounded toward zero (integer tensors unchanged); its gradient is zero."""
+    return step_op(x, "trunc", np.trunc, None)
+
+
+def round(input, *, decimals=0):
+    """input rounded to `decimals` places, halves to even like PyTorch; its gradient is zero."""
+    if not isinstance(decimals, int) or isinstance(decimals, bool):
+        raise TypeError(f"round: decimals must be an int, not {type(decimals).__name__}")
+    if decimals == 0:
+        return step_op(input, "round", np.round, None)
+    kernel = lambda arr: np.round(arr, decimals)
+    return step_op(input, "round", kernel, kernel if decimals < 0 else None)
