@@ -28,3 +28,4 @@ __version__ = "0.1.0"
 def get_include():
     """The folder holding the `lucid` package, for a native extension's include path."""
     return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+from . import testing
