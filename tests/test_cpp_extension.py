@@ -157,3 +157,21 @@ def test_bad_arguments_are_rejected(tmp_path):
     with pytest.raises(ValueError, match="exactly one .pyx"):
         cpp_extension.load("m", [header], build_directory=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pxd"]
+
+
+def test_the_package_module_of_the_docs_builds_and_passes_opcheck(cache, tmp_path):
+    """docs/native_ops.md's lucid_cube.pyx, copied out of the page, through load()."""
+    import pathlib
+    import re
+    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "native_ops.md"
+    blocks = re.findall(r"^```cython\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    (source,) = [b for b in blocks if "def cube(" in b]
+    path = tmp_path / "lucid_cube.pyx"
+    path.write_text(source)
+    module = cpp_extension.load("lucid_cube", [path], build_directory=cache)
+    x = lucid.tensor(np.linspace(-2, 2, 12).reshape(3, 4), dtype=lucid.float64)
+    report = opcheck(module.cube, [(x,), (lucid.tensor(0.7, dtype=lucid.float64),)])
+    assert report.status("forward_ad") == "skipped"
+    assert all(report.status(c) == "passed" for c in ("gradcheck", "gradgradcheck",
+                                                      "float32_matches_float64",
+                                                      "inplace_change_of_saved_input"))
