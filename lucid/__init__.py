@@ -49,3 +49,4 @@ def get_include():
     """The folder holding the `lucid` package, for a native extension's include path."""
     return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 from . import func
+from . import testing
