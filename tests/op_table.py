@@ -33,12 +33,12 @@ ANY, POS, NONZERO, DISTINCT, CLAMP = "any", "positive", "nonzero", "distinct", "
 LO, HI = -0.5, 0.5
 ELEMENTWISE, REDUCTION, FIXED = "elementwise", "reduction", "fixed"
 
-# Known open bugs (being fixed elsewhere) that the random programs keep away from:
-#  * masking by multiplication turns inf/NaN upstream gradients into NaN in where / clamp /
-#    maximum / minimum / relu / amax backward: test_property.py keeps every value finite;
-#  * pow at 0: the domains keep pow's base positive;
-#  * zero-size flatten / amax / max: those rows have zero_size=False (see ZERO_SIZE_BUG).
-ZERO_SIZE_BUG = "known open bug: zero-size input to flatten/amax/max"
+# What the random programs keep away from, and why:
+#  * values stay finite (inf/NaN upstream gradients are pinned by test_reliability_ops.py);
+#  * pow's base stays positive (pow at 0 is pinned there too);
+#  * amax / amin / max / min get no 0-size input: reducing over an empty dimension has no
+#    identity, so it raises (IndexError, as in PyTorch) instead of giving a value to compare.
+ZERO_SIZE_BUG = "amax/amin/max/min over an empty dimension raise, as in PyTorch (no identity)"
 
 
 @dataclass(frozen=True)
@@ -304,7 +304,7 @@ elementwise("lucid.where_0d", lambda x, y: lucid.where(_cond_0d_t, x, y),
 op("lucid.where_scalar_other", lambda x: lucid.where(_cond_34_t, x, 0.0),
    lambda a: np.where(_COND_34, a, 0.0), (((3, 4),),), (ANY,))
 
-# --- reductions amax / amin / max / min (no zero-size input: see ZERO_SIZE_BUG) ---------------
+# --- reductions amax / amin / max / min (no zero-size input: see ZERO_SIZE_BUG) ----------------
 MINMAX_ARGS = [  # (id, dim, keepdim)
     ("none", None, False),
     ("none_keep", None, True),

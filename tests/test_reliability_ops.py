@@ -648,3 +648,12 @@ def test_arange_zero_step(args):
 def test_arange_non_finite(args):
     with pytest.raises(RuntimeError, match="finite"):
         lucid.arange(*args)
+
+
+def test_gradcheck_accepts_zero_size_inputs():
+    """gradcheck's contiguity check read a 0-size input as 'not contiguous' (np.shares_memory is
+    False for empty arrays): an empty input has nothing to perturb and must simply pass."""
+    for shape in [(0,), (2, 0), (0, 3, 1)]:
+        x = lucid.tensor(np.zeros(shape), dtype=lucid.float64, requires_grad=True)
+        assert lucid.autograd.gradcheck(lambda t: (t * 2.0).exp(), (x,))
+        assert lucid.autograd.gradgradcheck(lambda t: (t * t).sum(0), (x,))

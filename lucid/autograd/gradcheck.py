@@ -38,7 +38,7 @@ def numerical_jacobians(fn, inputs, eps):
         jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in wanted] for o in outputs]
         for col, i in enumerate(wanted):
             flat = inputs[i].detach().numpy().reshape(-1)
-            if not np.shares_memory(flat, inputs[i].detach().numpy()):
+            if flat.size and not np.shares_memory(flat, inputs[i].detach().numpy()):
                 raise ValueError(f"gradcheck: input {i} is not contiguous; pass .clone()")
             for k in range(flat.size):
                 original = flat[k]
