@@ -89,28 +89,15 @@ def numpy_case(forward):
 # --------------------------------------------------------------------------------------------
 # lucid and torch: one code path, the library's forward_ad module
 # --------------------------------------------------------------------------------------------
-def forward_ad_of(lib):
-    """The library's forward-mode module, or NotAvailable."""
-    try:
-        if lib.name == "torch":
-            import torch.autograd.forward_ad as fw
-        else:
-            import lucid.autograd.forward_ad as fw
-    except ImportError as e:
-        raise h.NotAvailable(f"{lib.name} has no forward_ad ({h.first_line(e)})") from None
-    return fw
-
-
 def jvp_case(lib, fn, x, tx):
     """Time ``fn(dual x)`` inside a dual level; check its primal and tangent."""
-    fw = forward_ad_of(lib)
+    fw = h.forward_ad(lib)
     box = {}
 
     def run():
         with fw.dual_level():
             out = fn(fw.make_dual(x, tx))
             box["out"] = fw.unpack_dual(out)
-        return None
 
     def results():
         primal, tangent = box["out"]
