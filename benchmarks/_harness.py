@@ -112,6 +112,16 @@ class Lib:
         return None if t is None else np.array(t.detach().numpy(), copy=True)
 
 
+def forward_ad(lib):
+    """The library's forward-mode module (``lucid.autograd.forward_ad`` or
+    ``torch.autograd.forward_ad``); NotAvailable when it has none."""
+    import importlib
+    try:
+        return importlib.import_module(lib.name + ".autograd.forward_ad")
+    except ImportError as e:
+        raise NotAvailable(f"{lib.name} has no forward_ad ({first_line(e)})") from None
+
+
 def load_lib(name):
     """Import a library; returns (Lib or None, reason-if-None)."""
     try:

@@ -6,8 +6,10 @@ Recording under ``create_graph`` and the cost of an HVP relative to a plain grad
 variant "grad" times W3's forward + backward in the same interleaved run, so that
 "lucid HVP/grad" is lucid's HVP over lucid's own gradient.  There is no NumPy floor (a
 hand-written HVP of the MLP is not part of the workload); the HVP is checked against central
-differences of W3's hand-written gradient in float64.  The variant "fwd-over-rev" is the hook for
-forward-over-reverse (jvp of the gradient), to be filled in when lucid has forward mode.
+differences of W3's hand-written gradient in float64.  The variant "fwd-over-rev" computes the same
+Hv forward-over-reverse, as the tangent of the gradient (a dual level, make_dual on the weights
+with v as tangent, autograd.grad, unpack_dual), checked against the same reference;
+"lucid fwd-over-rev/grad" is its cost over lucid's own gradient.
 """
 import numpy as np
 
@@ -19,9 +21,11 @@ NAME = "HVP"
 DESCRIPTION = "W3's MLP loss; grad(grad(loss, W, create_graph=True) . v, W); fwd + both grads"
 METRIC = "fwd+bwd"
 NODES = None
-TARGETS = {"lucid/torch": 0.7, "lucid HVP/grad": 2.5}
+TARGETS = {"lucid/torch": 0.7, "lucid HVP/grad": 2.5, "lucid fwd-over-rev/grad": 2.5}
 EXTRA_RATIOS = (("lucid HVP/grad", "lucid", "lucid:grad"),
-                ("torch HVP/grad", "torch", "torch:grad"))
+                ("torch HVP/grad", "torch", "torch:grad"),
+                ("lucid fwd-over-rev/grad", "lucid:fwd-over-rev", "lucid:grad"),
+                ("torch fwd-over-rev/grad", "torch:fwd-over-rev", "torch:grad"))
 MEMORY = False
 ATOL = 1e-3                       # float32 second derivatives against a float64 reference
 FD_STEP = 1e-4                    # central differences in float64: error ~1e-8 relative
@@ -65,14 +69,41 @@ def hvp_case(lib, p, X, T, v):
 
 
 def forward_over_reverse(lib, p, X, T, v):
-    """Hook: Hv as the jvp of the gradient along v (one forward-mode pass over the reverse pass).
+    """Hv as the tangent of the gradient: inside a dual level the weights are made dual with v as
+    their tangent, the loss is computed on them, ``autograd.grad`` gives the gradient, and
+    ``unpack_dual`` reads the gradient's tangent.  The same code for lucid and torch
+    (``torch.autograd.forward_ad``).  Timed: entering the level, make_dual and the loss as the
+    forward; the gradient, unpacking and leaving the level as the backward."""
+    try:
+        fw = h.forward_ad(lib)
+    except h.NotAvailable as e:
+        return e
+    grad = lib.mod.autograd.grad
+    box = {}
 
-    To add with lucid's forward mode: return an ``h.Case`` whose backward computes
-    ``jvp(lambda *q: grad(loss(q), q), p, v)`` (lucid) and the same with
-    ``torch.func.jvp(torch.func.grad(...))`` (torch), and ``grads()`` the tangent output.  The
-    expected result is already there: ``reference`` gives Hv for every variant but "grad".
-    """
-    return h.NotAvailable("forward-over-reverse comes with forward-mode AD (not in lucid yet)")
+    def forward():
+        fw.enter_dual_level()
+        try:
+            q = [fw.make_dual(pi, vi) for pi, vi in zip(p, v)]
+            return q, w3.autograd_forward(q, X, T)
+        except BaseException:
+            fw.exit_dual_level()
+            raise
+
+    def backward(out):
+        q, loss = out
+        try:
+            box["hv"] = [fw.unpack_dual(gi).tangent for gi in grad(loss, q)]
+        finally:
+            fw.exit_dual_level()
+
+    def results():
+        missing = [i for i, t in enumerate(box["hv"]) if t is None]
+        if missing:
+            raise AssertionError(f"no tangent reached the gradient of parameter(s) {missing}")
+        return [lib.to_numpy(t) for t in box["hv"]]
+
+    return h.Case(forward, backward, results, box.clear)
 
 
 def setup(lib, quick):
