@@ -95,3 +95,49 @@ def test_logistic_regression_objective_and_gradient():
         for v in directions:
             numeric = (objective(theta + eps * v)[0] - objective(theta - eps * v)[0]) / (2 * eps)
             assert gradient @ v == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+# --- Gaussian process ----------------------------------------------------------------------------
+
+def test_gaussian_process_matches_scikit_learn(tmp_path):
+    needs("scipy", "sklearn")
+    png = tmp_path / "gp.png"
+    out = run_example("gaussian_process", "--plot", png)
+    rows = {}
+    for name in ("signal_variance", "lengthscale", "noise_variance", "log likelihood"):
+        found = re.search(rf"^{name}\s+(\S+)\s+(\S+)$", out, re.M)
+        assert found, f"no row {name!r} in the output:\n{out}"
+        rows[name] = float(found.group(1)), float(found.group(2))
+    for name in ("signal_variance", "lengthscale", "noise_variance"):
+        assert relative_difference(*rows[name]) <= 0.05, (name, rows[name])
+    assert relative_difference(*rows["log likelihood"]) <= 1e-3, rows["log likelihood"]
+    # the fit found the noise that made the data (0.2^2), not a degenerate bound
+    assert 0.01 < rows["noise_variance"][0] < 0.1
+
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "matplotlib is not installed" in out and not png.exists()
+        print("matplotlib is not installed: only the message of the plot path is checked")
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gaussian_process_likelihood_and_posterior_equal_scikit_learn():
+    """At several hyperparameters the example's log likelihood and gradient equal scikit-learn's
+    for the same kernel; its posterior equals scikit-learn's prediction."""
+    needs("scipy", "sklearn")
+    example = load_example("gaussian_process")
+    x, y = example.make_data()
+    reference = example.fit_sklearn(x, y)
+    for log_params in (np.log(example.START), np.log([2.0, 0.5, 0.01]), reference.kernel_.theta):
+        value, gradient = example.negative_log_likelihood(log_params, x, y)
+        expected, expected_gradient = reference.log_marginal_likelihood(log_params,
+                                                                        eval_gradient=True)
+        assert value == pytest.approx(-expected, rel=1e-10)
+        np.testing.assert_allclose(gradient, -expected_gradient, rtol=1e-7, atol=1e-9)
+
+    x_new = np.linspace(-5.0, 5.0, 7)
+    mean, std = example.posterior(reference.kernel_.theta, x, y, x_new)
+    expected_mean, expected_std = reference.predict(x_new.reshape(-1, 1), return_std=True)
+    noise_variance = np.exp(reference.kernel_.theta[2])     # scikit-learn's std includes it
+    np.testing.assert_allclose(mean, expected_mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(std ** 2 + noise_variance, expected_std ** 2, rtol=1e-8)
