@@ -141,3 +141,14 @@ def test_gaussian_process_likelihood_and_posterior_equal_scikit_learn():
     noise_variance = np.exp(reference.kernel_.theta[2])     # scikit-learn's std includes it
     np.testing.assert_allclose(mean, expected_mean, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(std ** 2 + noise_variance, expected_std ** 2, rtol=1e-8)
+
+
+# --- Newton on Rosenbrock ------------------------------------------------------------------------
+
+def test_newton_rosenbrock_reaches_the_minimum():
+    needs("scipy")
+    out = run_example("newton_rosenbrock")
+    for derivative in ("gradient", "Hessian", "Hessian-vector product"):
+        assert number_after(f" {derivative}", out) <= 1e-10, derivative
+    assert 0 < number_after("N = 10:", out) < 100                # Newton steps
+    assert number_after("max |x - 1| =", out) <= 1e-8
