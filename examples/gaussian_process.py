@@ -9,6 +9,7 @@ L-BFGS-B from the same start within the same bounds. Needs scipy and scikit-lear
 matplotlib (`pip install -e ".[examples]"`).
 """
 import argparse
+import importlib.util
 import math
 import time
 
@@ -46,7 +47,8 @@ def fit_terms(log_params, x, y):
     """The Cholesky factor L of K = rbf(x, x) + noise I, L^-1 y, and the log marginal likelihood
     -1/2 y^T K^-1 y - sum(log diag L) - n/2 log(2 pi)."""
     signal_variance, lengthscale, noise_variance = log_params.exp().unbind(0)
-    K = rbf(x, x, signal_variance, lengthscale) + noise_variance * lucid.eye(len(x), dtype=lucid.float64)
+    identity = lucid.eye(len(x), dtype=lucid.float64)
+    K = rbf(x, x, signal_variance, lengthscale) + noise_variance * identity
     L = cholesky(K)
     z = solve_triangular(L, lucid.tensor(y.reshape(-1, 1), dtype=lucid.float64), upper=False)
     log_likelihood = (-0.5 * (z * z).sum() - L.diagonal().log().sum()
@@ -125,16 +127,14 @@ def main():
     print(f"{'':16} {'lucid':>12} {'scikit-learn':>12}")
     for name, mine, theirs in zip(NAMES, np.exp(ours.x), np.exp(reference.kernel_.theta)):
         print(f"{name:16} {mine:12.6g} {theirs:12.6g}")
-    print(f"{'log likelihood':16} {-ours.fun:12.6f} {reference.log_marginal_likelihood_value_:12.6f}")
+    theirs = reference.log_marginal_likelihood_value_
+    print(f"{'log likelihood':16} {-ours.fun:12.6f} {theirs:12.6f}")
 
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print("matplotlib is not installed: no plot written")
-        else:
-            plot(args.plot, ours.x, x, y)
-            print(f"plot written to {args.plot}")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        print("matplotlib is not installed: no plot written")
+    elif args.plot:
+        plot(args.plot, ours.x, x, y)
+        print(f"plot written to {args.plot}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Multinomial logistic regression on scikit-learn's digits, fitted by L-BFGS-B with lucid's gradient.
+"""Multinomial logistic regression on scikit-learn's digits, by L-BFGS-B with lucid's gradient.
 
     python examples/logistic_regression_lbfgs.py
 

@@ -1,14 +1,17 @@
-"""Newton's method on the N-dimensional Rosenbrock function, with lucid's exact gradient and Hessian.
+"""Newton's method on the N-dimensional Rosenbrock function, with lucid's gradient and Hessian.
 
     python examples/newton_rosenbrock.py [--n 10]
 
 lucid.func.grad and lucid.func.hessian (forward-over-reverse) give the derivatives; they are
 checked against scipy.optimize.rosen_der / rosen_hess at the start, as is a Hessian-vector
-product of lucid.autograd.functional.hvp (which never forms H) against rosen_hess_prod. Each Newton step solves
-(H + tau I) d = -g, with tau raised from 0 until the Cholesky factorisation succeeds (H is
-indefinite away from the minimum), then backtracks until the function decreases enough.
-The start is CUTEst's GENROSE one, x_i = i / (N + 1); from (-1.2, 1, -1.2, 1, ...) this chained
-Rosenbrock leads Newton to its other local minimum, near x_1 = -1.
+product of lucid.autograd.functional.hvp (which never forms H) against rosen_hess_prod.
+
+Each Newton step solves (H + tau I) d = -g, with tau raised from 0 until the Cholesky
+factorisation succeeds (H is indefinite away from the minimum), then backtracks until the
+function decreases enough. The start is CUTEst's GENROSE one, x_i = i / (N + 1); from
+(-1.2, 1, -1.2, 1, ...) this chained Rosenbrock leads Newton to its other local minimum, near
+x_1 = -1.
+
 Needs scipy (`pip install -e ".[examples]"`).
 """
 import argparse
