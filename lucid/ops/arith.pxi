@@ -135,6 +135,26 @@ cdef Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
         resume_fw(level)
 
 
+cdef Tensor scalar_jvp(int op, Tensor a, object value, bint reflected, Tensor out):
+    """The tangent of a (op) s, or s (op) a when reflected, for a Python number s: where the op
+    is linear in a (a+s, a-s, s-a, a*s, a/s) the op itself on the tangent, through the fast
+    tensor-with-number path; otherwise (s/a, a**s, s**a) the binary rules with s as a 0-d
+    operand."""
+    cdef Tensor ta = tangent_of(a)
+    if ta is None:
+        return None
+    if op == OP_POW or (op == OP_DIV and reflected):
+        return binary_jvp(op, scalar_operand(value), a, out) if reflected else \
+            binary_jvp(op, a, scalar_operand(value), out)
+    cdef long level = suspend_fw()
+    try:
+        if op == OP_ADD or op == OP_SUB:
+            return neg(ta) if (op == OP_SUB and reflected) else clone(ta)   # its own memory
+        return mul(ta, value) if op == OP_MUL else div(ta, value)
+    finally:
+        resume_fw(level)
+
+
 cdef class ScalarBackward(Node):
     """Shared fields of tensor-with-Python-number nodes: the number, and a saved tensor.
 
@@ -244,9 +264,8 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
             fop = F_RDIV
         arr = fast_scalar(fop, a.data, s)
     cdef Tensor out = wrap(arr)
-    if fw_active():                      # the scalar as a 0-d operand of the binary rules
-        set_tangent(out, binary_jvp(op, scalar_operand(value), a, out) if reflected else
-                    binary_jvp(op, a, scalar_operand(value), out))
+    if fw_active():
+        set_tangent(out, scalar_jvp(op, a, value, reflected, out))
     if not record_it:
         return out
     if op == OP_ADD or (op == OP_SUB and not reflected):
