@@ -1,8 +1,14 @@
 """The benchmark statistics and checks: bootstrap intervals, verdicts, the gradient comparison."""
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
-from benchmarks import _harness, _report, _stats
+# benchmarks/ is not part of the installed package: import it from the source tree (a checkout or
+# the unpacked sdist) that holds this tests/ folder
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from benchmarks import _harness, _report, _stats  # noqa: E402
 
 
 def noisy(center, n, seed):
