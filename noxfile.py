@@ -108,6 +108,9 @@ def _check_wheel(session, path):
             session.error(f"{path.name} holds no LICENSE")
         if "lucid/_core.pxd" not in names:
             session.error(f"{path.name} lacks lucid/_core.pxd (native ops cimport it)")
+        for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_creation.pyi"):
+            if typed not in names:
+                session.error(f"{path.name} lacks {typed} (mypy and IDEs read lucid's types there)")
         modules = [n for n in names if re.match(r"lucid/_core\..*(so|pyd)$", n)]
         if len(modules) != 1:
             session.error(f"{path.name} should hold one compiled lucid/_core, has {modules}")

@@ -16,7 +16,7 @@ cdef class FunctionCtx:
     cdef tuple _saved                   # SavedTensor (or None) per saved entry, after forward
     cdef bint _released
     cdef PyObject* _node                # borrowed: the node that owns this ctx (NULL if none)
-    cdef readonly tuple needs_input_grad
+    cdef readonly tuple needs_input_grad        # per forward input: does it need a gradient
     cdef tuple _non_differentiable
     cdef bint materialize_grads
     cdef tuple _for_forward             # what save_for_forward got (read back inside jvp)
@@ -90,7 +90,7 @@ cdef class FunctionCtx:
 @cython.no_gc_clear
 cdef class PythonBackwardNode(Node):
     """The node of one Function call: re-enters Python to run the Function's backward."""
-    cdef readonly FunctionCtx ctx
+    cdef readonly FunctionCtx ctx             # the ctx the Function's forward filled
     cdef readonly object function             # the Function subclass
     cdef object backward_fn                   # its backward (None if it has none)
 

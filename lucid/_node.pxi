@@ -75,6 +75,7 @@ cdef class Node:
         return self.extra
 
     cpdef str name(self):
+        """The node's name: "MulBackward", "<Function>Backward", ..."""
         return type(self).__name__
 
     def needs_input_grad(self, Py_ssize_t i):
@@ -191,6 +192,7 @@ cdef class AccumulateGrad(Node):
         return ()
 
     cpdef str name(self):
+        """The name "AccumulateGrad"."""
         return "AccumulateGrad"
 
 

@@ -22,6 +22,7 @@ from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["opcheck", "OpCheckError", "OpCheckReport", "CheckResult", "CHECKS"]
 
+# The names of the checks opcheck runs; its report lists them in this order.
 CHECKS = ("gradcheck", "gradgradcheck", "forward_ad", "float32_matches_float64",
           "non_contiguous_inputs", "zero_dim_inputs", "no_graph_under_no_grad",
           "inplace_change_of_saved_input", "freed_after_backward", "thread_safety")
@@ -63,10 +64,12 @@ class OpCheckReport:
         raise KeyError(check)
 
     def failed(self):
+        """The results whose status is 'failed'."""
         return [r for r in self.results if r.status == "failed"]
 
     @property
     def ok(self):
+        """True when no check failed."""
         return not self.failed()
 
     def __str__(self):
