@@ -168,7 +168,8 @@ cdef void discover(list roots, list nodes, uint64_t epoch, list saved_states,
                     continue
                 child = <Node>node.next_edges[i].node
                 if child.epoch != epoch:
-                    child = claim_node(child, epoch, substitutes)
+                    if child.epoch >= oldest_active_epoch:     # Note [Threads]: rarely taken
+                        child = claim_node(child, epoch, substitutes)
                     if child.epoch != epoch:
                         init_node(child, epoch, saved_states, exec_state)
                         nodes.append(child)

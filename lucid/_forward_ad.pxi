@@ -25,8 +25,9 @@ cdef long _fw_level_counter = 0
 
 
 cdef inline bint fw_active() noexcept nogil:
-    """Is a dual level active in this thread (and not suspended for a jvp rule)?"""
-    return lucid_fw_level != 0
+    """Is a dual level active in this thread (and not suspended for a jvp rule)? (Note [Rare
+    modes]: a plain global first, the thread-local only when some thread has a rare mode.)"""
+    return rare_modes != 0 and lucid_fw_level != 0
 
 
 cdef inline Tensor tangent_of(Tensor t):
@@ -219,24 +220,26 @@ cdef Tensor alias(Tensor a):
 
 def _enter_dual_level():
     """Start a dual level in this thread; returns its id."""
-    global _fw_level_counter, lucid_fw_level
+    global _fw_level_counter, lucid_fw_level, rare_modes
     if lucid_fw_level != 0:
         raise RuntimeError("nested forward-mode levels are not supported: a dual level is "
                            "already active in this thread (exit it first)")
     _fw_level_counter += 1
     lucid_fw_level = _fw_level_counter
+    rare_modes += 1                            # Note [Rare modes]
     return lucid_fw_level
 
 
 def _exit_dual_level(level=None):
     """End this thread's dual level: every tangent made in it is dropped."""
-    global lucid_fw_level
+    global lucid_fw_level, rare_modes
     if lucid_fw_level == 0:
         raise RuntimeError("exit_dual_level: no dual level is active in this thread")
     if level is not None and level != lucid_fw_level:
         raise RuntimeError(f"exit_dual_level: level {level} is not the active level "
                            f"({lucid_fw_level})")
     lucid_fw_level = 0
+    rare_modes -= 1                            # Note [Rare modes]
 
 
 def _current_dual_level():

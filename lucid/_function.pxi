@@ -290,7 +290,9 @@ cdef object apply_function(FunctionInfo info, tuple args):
         record_call = record_call or needs_grad[i] is True
     ctx.needs_input_grad = needs_grad
     cdef tuple tangents = input_tangents(args) if fw_active() else None
-    cdef long fw_level = suspend_fw()            # Note [Forward mode]: tangents come from jvp
+    # Note [Forward mode]: tangents come from jvp (and Note [Rare modes]: no thread-local read
+    # unless some thread has a dual level)
+    cdef long fw_level = suspend_fw() if rare_modes else 0
     cdef bint previous = set_grad_enabled_c(False)
     try:
         if info.setup_context_fn is None:
@@ -300,7 +302,8 @@ cdef object apply_function(FunctionInfo info, tuple args):
             info.setup_context_fn(ctx, args, outputs)
     finally:
         set_grad_enabled_c(previous)
-        resume_fw(fw_level)
+        if fw_level:
+            resume_fw(fw_level)
     cdef bint is_tuple = isinstance(outputs, tuple)
     cdef tuple outs = outputs if is_tuple else (outputs,)
     cdef Py_ssize_t n_out = len(outs)

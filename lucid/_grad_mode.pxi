@@ -33,6 +33,13 @@ def is_grad_enabled():
     return grad_enabled()
 
 
+# Note [Rare modes]: reading a C thread-local from a shared library is a call (__tls_get_addr),
+# so the per-op and per-tensor tests of the rare modes (a dual level, inference mode,
+# saved-tensor hooks) first read this plain process-wide count of the threads that have one
+# on: zero in the common case, and then nothing thread-local is read at all.
+cdef int rare_modes = 0
+
+
 def _set_grad_enabled(bint on):
     """Set this thread's grad mode; return the previous one."""
     return set_grad_enabled_c(on)
@@ -45,7 +52,9 @@ def is_inference_mode_enabled():
 
 def _set_inference_mode(bint on):
     """Set this thread's inference mode (tensors made in it are marked); return the previous."""
-    global lucid_inference_on
+    global lucid_inference_on, rare_modes
     cdef bint previous = lucid_inference_on != 0
+    if on != previous:
+        rare_modes += 1 if on else -1          # Note [Rare modes]
     lucid_inference_on = 1 if on else 0
     return previous

@@ -76,7 +76,7 @@ cdef class SavedTensor:
 
 cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
     """Save t for owner's backward; is_output when t is one of owner's own outputs."""
-    if lucid_saved_hooks_on:
+    if rare_modes and lucid_saved_hooks_on:
         return save_packed(t, owner, is_output)       # Note [Saved-tensor hooks]
     cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
     gc_untrack(s)                        # Note [GC tracking]

@@ -27,12 +27,16 @@ def _push_saved_tensors_hooks(pack_hook, unpack_hook):
     cdef list disabled = saved_hooks_disabled.get(ident)
     if disabled:
         raise RuntimeError(disabled[len(disabled) - 1])     # (no wraparound in this build)
-    saved_hooks_stacks.setdefault(ident, []).append((pack_hook, unpack_hook))
+    global rare_modes
+    cdef list stack = saved_hooks_stacks.setdefault(ident, [])
+    if not stack:
+        rare_modes += 1                        # Note [Rare modes]
+    stack.append((pack_hook, unpack_hook))
     lucid_saved_hooks_on = 1
 
 
 def _pop_saved_tensors_hooks():
-    global lucid_saved_hooks_on
+    global lucid_saved_hooks_on, rare_modes
     ident = _thread_ident()
     stack = saved_hooks_stacks.get(ident)
     if not stack:
@@ -41,6 +45,7 @@ def _pop_saved_tensors_hooks():
     if not stack:
         del saved_hooks_stacks[ident]
         lucid_saved_hooks_on = 0
+        rare_modes -= 1                        # Note [Rare modes]
 
 
 def _push_saved_hooks_disabled(str message):

@@ -938,7 +938,7 @@ cdef Tensor wrap(object array):
     gc_untrack(t)                        # Note [GC tracking]
     # NumPy hands back scalars from 0-d work; the typed code behind a Tensor needs an ndarray
     t.data = array if type(array) is np.ndarray else np.asarray(array)
-    if lucid_inference_on:
+    if rare_modes and lucid_inference_on:     # Note [Rare modes]
         t._inference = True
     return t
 
@@ -951,7 +951,7 @@ cdef Tensor wrap_like_view(object array, Tensor base):
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
     t._view_version = t._storage.graph_version
-    t._inference = base._inference or lucid_inference_on != 0
+    t._inference = base._inference or (rare_modes != 0 and lucid_inference_on != 0)
     return t
 
 
