@@ -51,8 +51,7 @@ cdef class Node:
         cdef Node producer
         if t is None or not t.requires_grad_c():
             return
-        if t._view_base is not None and t._view_version != t._storage.graph_version:
-            raise_stale_view(t)
+        check_not_stale(t)
         producer = gradient_node(t)
         Py_INCREF(producer)
         Py_XDECREF(self.next_edges[i].node)
