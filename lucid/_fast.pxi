@@ -2,13 +2,27 @@
 #
 # NumPy's ufunc call costs about a microsecond before it touches data; these loops cost tens of
 # nanoseconds, so they win on small arrays. Above LARGE elements NumPy's SIMD kernels (tanh,
-# exp, log) win, so those fall back to ufuncs with out=; the arithmetic loops vectorize (-O3)
-# and stay typed at every size.
+# exp, log) win, so those fall back to ufuncs with out=; the arithmetic, fused-backward and sum
+# loops (lucid/_loops.h, built for AVX-512, AVX2 and the baseline) stay typed at every size.
 
 from libc.math cimport exp as c_exp, log as c_log, tanh as c_tanh
 
 cdef extern from "_simd.h" nogil:
     void lucid_tanh_f32(const float* x, float* out, long n)
+
+cdef extern from "_loops.h" nogil:
+    cdef enum FastOp:
+        F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV
+    void lucid_binary_f32(int op, const float* a, const float* b, float* o, long n)
+    void lucid_binary_f64(int op, const double* a, const double* b, double* o, long n)
+    void lucid_scalar_f32(int op, const float* a, float s, float* o, long n)
+    void lucid_scalar_f64(int op, const double* a, double s, double* o, long n)
+    void lucid_tanh_backward_f32(const float* g, const float* y, float* o, long n)
+    void lucid_tanh_backward_f64(const double* g, const double* y, double* o, long n)
+    void lucid_sigmoid_backward_f32(const float* g, const float* y, float* o, long n)
+    void lucid_sigmoid_backward_f64(const double* g, const double* y, double* o, long n)
+    double lucid_sum_f32(const float* a, long n)
+    double lucid_sum_f64(const double* a, long n)
 
 cdef enum:
     LARGE = 2048
@@ -16,10 +30,6 @@ cdef enum:
 ctypedef fused real:
     float
     double
-
-cdef enum FastOp:
-    F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV
-
 
 cdef inline bint is_fast(object arr) noexcept:
     """C-contiguous float32 or float64: the typed loops apply."""
@@ -39,44 +49,6 @@ cdef inline object empty_like_fast(object arr):
     return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_TYPE(a), 0)
 
 
-cdef inline void loop_binary(int op, real* a, real* b, real* o, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    if op == F_ADD:
-        for i in range(n):
-            o[i] = a[i] + b[i]
-    elif op == F_SUB:
-        for i in range(n):
-            o[i] = a[i] - b[i]
-    elif op == F_MUL:
-        for i in range(n):
-            o[i] = a[i] * b[i]
-    else:
-        for i in range(n):
-            o[i] = a[i] / b[i]
-
-
-cdef inline void loop_scalar(int op, real* a, real s, real* o, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    if op == F_ADD:
-        for i in range(n):
-            o[i] = a[i] + s
-    elif op == F_SUB:
-        for i in range(n):
-            o[i] = a[i] - s
-    elif op == F_MUL:
-        for i in range(n):
-            o[i] = a[i] * s
-    elif op == F_DIV:
-        for i in range(n):
-            o[i] = a[i] / s
-    elif op == F_RSUB:
-        for i in range(n):
-            o[i] = s - a[i]
-    else:
-        for i in range(n):
-            o[i] = s / a[i]
-
-
 cdef object fast_binary(int op, object x, object y, object out):
     """out = x (op) y elementwise; all fast, same dtype and shape (out made when None)."""
     if out is None:
@@ -84,11 +56,11 @@ cdef object fast_binary(int op, object x, object y, object out):
     cdef cnp.ndarray a = <cnp.ndarray>x, b = <cnp.ndarray>y, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
-        loop_binary[double](op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(b),
-                            <double*>cnp.PyArray_DATA(o), n)
+        lucid_binary_f64(op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(b),
+                         <double*>cnp.PyArray_DATA(o), n)
     else:
-        loop_binary[float](op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(b),
-                           <float*>cnp.PyArray_DATA(o), n)
+        lucid_binary_f32(op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(b),
+                         <float*>cnp.PyArray_DATA(o), n)
     return out
 
 
@@ -110,23 +82,10 @@ cdef object fast_scalar_into(int op, object x, double s, object out):
     cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
-        loop_scalar[double](op, <double*>cnp.PyArray_DATA(a), s, <double*>cnp.PyArray_DATA(o), n)
+        lucid_scalar_f64(op, <double*>cnp.PyArray_DATA(a), s, <double*>cnp.PyArray_DATA(o), n)
     else:
-        loop_scalar[float](op, <float*>cnp.PyArray_DATA(a), <float>s, <float*>cnp.PyArray_DATA(o),
-                           n)
+        lucid_scalar_f32(op, <float*>cnp.PyArray_DATA(a), <float>s, <float*>cnp.PyArray_DATA(o), n)
     return out
-
-
-cdef inline void loop_tanh_backward(real* g, real* y, real* o, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        o[i] = g[i] * (1 - y[i] * y[i])
-
-
-cdef inline void loop_sigmoid_backward(real* g, real* y, real* o, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        o[i] = g[i] * y[i] * (1 - y[i])
 
 
 cdef object fast_fused_backward(bint is_tanh, object g, object y, object out=None):
@@ -136,21 +95,18 @@ cdef object fast_fused_backward(bint is_tanh, object g, object y, object out=Non
         out = empty_like_fast(y)
     cdef cnp.ndarray gg = <cnp.ndarray>g, yy = <cnp.ndarray>y, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(yy)
+    cdef double* g64 = <double*>cnp.PyArray_DATA(gg)
+    cdef double* y64 = <double*>cnp.PyArray_DATA(yy)
+    cdef double* o64 = <double*>cnp.PyArray_DATA(o)
     if cnp.PyArray_TYPE(yy) == cnp.NPY_FLOAT64:
         if is_tanh:
-            loop_tanh_backward[double](<double*>cnp.PyArray_DATA(gg), <double*>cnp.PyArray_DATA(yy),
-                                       <double*>cnp.PyArray_DATA(o), n)
+            lucid_tanh_backward_f64(g64, y64, o64, n)
         else:
-            loop_sigmoid_backward[double](<double*>cnp.PyArray_DATA(gg),
-                                          <double*>cnp.PyArray_DATA(yy),
-                                          <double*>cnp.PyArray_DATA(o), n)
+            lucid_sigmoid_backward_f64(g64, y64, o64, n)
+    elif is_tanh:
+        lucid_tanh_backward_f32(<float*>g64, <float*>y64, <float*>o64, n)
     else:
-        if is_tanh:
-            loop_tanh_backward[float](<float*>cnp.PyArray_DATA(gg), <float*>cnp.PyArray_DATA(yy),
-                                      <float*>cnp.PyArray_DATA(o), n)
-        else:
-            loop_sigmoid_backward[float](<float*>cnp.PyArray_DATA(gg), <float*>cnp.PyArray_DATA(yy),
-                                         <float*>cnp.PyArray_DATA(o), n)
+        lucid_sigmoid_backward_f32(<float*>g64, <float*>y64, <float*>o64, n)
     return out
 
 
@@ -205,14 +161,6 @@ cdef object fast_unary(int op, object ufunc, object x):
     return out
 
 
-cdef inline double loop_sum(real* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef double total = 0
-    for i in range(n):
-        total += a[i]
-    return total
-
-
 cdef object fast_sum_all(object x, bint keepdim, double scale):
     """scale * sum of every element of a fast x, in a 0-d (or all-ones-shaped) array of x's dtype."""
     cdef cnp.ndarray a = <cnp.ndarray>x
@@ -225,10 +173,10 @@ cdef object fast_sum_all(object x, bint keepdim, double scale):
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
         (<double*>cnp.PyArray_DATA(<cnp.ndarray>out))[0] = \
-            loop_sum[double](<double*>cnp.PyArray_DATA(a), n) * scale
+            lucid_sum_f64(<double*>cnp.PyArray_DATA(a), n) * scale
     else:
         (<float*>cnp.PyArray_DATA(<cnp.ndarray>out))[0] = <float>(
-            loop_sum[float](<float*>cnp.PyArray_DATA(a), n) * scale)
+            lucid_sum_f32(<float*>cnp.PyArray_DATA(a), n) * scale)
     return out
 
 

@@ -93,6 +93,14 @@ cdef object write_error(str op, Tensor self, Tensor value, object error):
 
 
 cdef void write_inplace(Tensor self, Tensor value, int op, str name) except *:
+    if op != INPLACE_COPY and cnp.PyArray_NDIM(<cnp.ndarray>value.data) == 0 and \
+            is_fast(self.data) and descr(value.data).kind in "biuf":
+        # a 0-d value is a scalar in promotion: self's own typed loop, not NumPy's float64 loop
+        # and a cast back (3.5x slower for a float32 self)
+        fast_scalar_into(F_ADD if op == INPLACE_ADD else F_SUB if op == INPLACE_SUB else
+                         F_MUL if op == INPLACE_MUL else F_DIV,
+                         self.data, float(value.data), self.data)
+        return
     try:
         if op == INPLACE_COPY:
             if not same_shape(self.data, value.data):
