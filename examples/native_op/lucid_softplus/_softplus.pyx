@@ -5,8 +5,7 @@ Tensor and its `data` array, `wrap` (ndarray -> tensor), `record` (sequence numb
 `attach_output` (tensor.grad_fn = node), `save_tensor` / `SavedTensor.unpack` (saved with the
 version check), `grad_enabled()`, and the built-in ops `mul` / `sigmoid` for the recorded path.
 """
-cimport cython
-from libc.math cimport exp, expf, log1p, log1pf, fabs, fabsf
+cimport numpy as cnp
 
 import numpy as np
 
@@ -14,46 +13,57 @@ from lucid._core cimport (Node, Tensor, SavedTensor, save_tensor, wrap, record, 
                           grad_enabled, mul, sigmoid, check_abi, ABI_VERSION, fw_enabled,
                           fw_tangent, fw_set_tangent, fw_suspend, fw_resume)
 
+# The loops themselves are C (softplus_kernels.h explains why): branch-free, so gcc vectorises them.
+cdef extern from "softplus_kernels.h" nogil:
+    void softplus_forward_f32(const float *x, float *y, Py_ssize_t n)
+    void softplus_forward_f64(const double *x, double *y, Py_ssize_t n)
+    void softplus_backward_f32(const float *g, Py_ssize_t g_step, const float *x, float *gx,
+                               Py_ssize_t n)
+    void softplus_backward_f64(const double *g, Py_ssize_t g_step, const double *x, double *gx,
+                               Py_ssize_t n)
+
+cnp.import_array()
+
 # Fail at import, with an ImportError naming both versions, if the installed lucid's C layout is
 # not the one this module was compiled against (rebuild it then).
 check_abi(ABI_VERSION)
 
-ctypedef fused real:
-    float
-    double
 
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef void softplus_kernel(const real[::1] x, real[::1] out) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real v
-    for i in range(x.shape[0]):
-        v = x[i]
-        if real is float:                      # single-precision libm for float32: 2-3x faster
-            out[i] = (v if v > 0 else 0) + log1pf(expf(-fabsf(v)))
-        else:
-            out[i] = (v if v > 0 else 0) + log1p(exp(-fabs(v)))
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef void softplus_grad_kernel(const real[::1] g, const real[::1] x, real[::1] out) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef real e
-    for i in range(x.shape[0]):
-        # g * sigmoid(x), with e = exp(-|x|) <= 1 so nothing overflows for either sign
-        if real is float:
-            e = expf(-fabsf(x[i]))
-        else:
-            e = exp(-fabs(x[i]))
-        out[i] = g[i] / (1 + e) if x[i] >= 0 else g[i] * e / (1 + e)
-
-
-cdef object float_array(object a, str what):
+cdef cnp.ndarray float_array(object a, str what):
+    """a as a contiguous 1-d float32/float64 array (copied only when a is strided)."""
     if a.dtype != np.float32 and a.dtype != np.float64:
         raise TypeError(f"softplus: {what} must be float32 or float64, got {a.dtype}")
     return np.ascontiguousarray(a).reshape(-1)
+
+
+cdef bint is_one_value(cnp.ndarray a):
+    """Every element of a is the same memory (a broadcast scalar, e.g. the gradient of sum())."""
+    cdef int d
+    for d in range(a.ndim):
+        if a.strides[d] != 0 and a.shape[d] != 1:
+            return False
+    return a.size > 0
+
+
+cdef object softplus_gradient(cnp.ndarray g, object x):
+    """g * sigmoid(x) in one native pass; g already has x's dtype and shape."""
+    cdef cnp.ndarray xf = float_array(x, "x")
+    cdef cnp.ndarray gf
+    cdef Py_ssize_t g_step = 0
+    if is_one_value(g):
+        gf = g
+    else:
+        gf = float_array(g, "the gradient")
+        g_step = 1
+    cdef cnp.ndarray out = np.empty_like(xf)
+    cdef Py_ssize_t n = xf.shape[0]
+    if xf.dtype == np.float64:
+        softplus_backward_f64(<double *>cnp.PyArray_DATA(gf), g_step,
+                              <double *>cnp.PyArray_DATA(xf), <double *>cnp.PyArray_DATA(out), n)
+    else:
+        softplus_backward_f32(<float *>cnp.PyArray_DATA(gf), g_step,
+                              <float *>cnp.PyArray_DATA(xf), <float *>cnp.PyArray_DATA(out), n)
+    return out.reshape(x.shape)
 
 
 cdef class SoftplusBackward(Node):
@@ -69,14 +79,7 @@ cdef class SoftplusBackward(Node):
         if grad_enabled():
             # create_graph: the same formula through lucid's ops, so it is recorded
             return (mul(g, sigmoid(x)),)
-        gd = float_array(g.data.astype(x.data.dtype, copy=False), "the gradient")
-        xd = float_array(x.data, "x")
-        out = np.empty_like(xd)
-        if xd.dtype == np.float64:
-            softplus_grad_kernel[double](gd, xd, out)
-        else:
-            softplus_grad_kernel[float](gd, xd, out)
-        return (wrap(out.reshape(x.data.shape)),)
+        return (wrap(softplus_gradient(g.data.astype(x.data.dtype, copy=False), x.data)),)
 
 
 cdef Tensor softplus_jvp(Tensor x):
@@ -94,12 +97,14 @@ cdef Tensor softplus_jvp(Tensor x):
 
 def softplus(Tensor x):
     """log(1 + exp(x)), computed stably in one pass."""
-    xd = float_array(x.data, "x")
-    out = np.empty_like(xd)
+    cdef cnp.ndarray xd = float_array(x.data, "x")
+    cdef cnp.ndarray out = np.empty_like(xd)
     if xd.dtype == np.float64:
-        softplus_kernel[double](xd, out)
+        softplus_forward_f64(<double *>cnp.PyArray_DATA(xd), <double *>cnp.PyArray_DATA(out),
+                             xd.shape[0])
     else:
-        softplus_kernel[float](xd, out)
+        softplus_forward_f32(<float *>cnp.PyArray_DATA(xd), <float *>cnp.PyArray_DATA(out),
+                             xd.shape[0])
     cdef Tensor y = wrap(out.reshape(x.data.shape))
     cdef SoftplusBackward node
     if fw_enabled():                               # forward mode: only inside a dual level
