@@ -2,7 +2,8 @@
 
 The softplus loops (lucid_softplus/softplus_kernels.h) vectorise with gcc when math calls may skip
 setting errno (-fno-math-errno); on x86-64 Linux with glibc >= 2.35 their exp/log1p calls then go
-to glibc's vector math library, libmvec, which this build links.
+to glibc's vector math library, libmvec, which this build links. LUCID_SOFTPLUS_LIBMVEC=0 in the
+environment builds the scalar loops instead (what other platforms get).
 """
 import os
 import platform
@@ -15,7 +16,9 @@ from setuptools import Extension, setup
 
 
 def glibc_has_libmvec_log1p():
-    """x86-64 Linux with glibc 2.35 or newer (the first with vector log1p/log1pf)."""
+    """x86-64 Linux with glibc 2.35 or newer (the first with vector log1p/log1pf), unless disabled."""
+    if os.environ.get("LUCID_SOFTPLUS_LIBMVEC") == "0":
+        return False
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
         return False
     libc, version = platform.libc_ver()
