@@ -1,4 +1,4 @@
 """A fused softplus for lucid, written as a native (Cython) custom op."""
-from ._softplus import softplus, SoftplusBackward
+from ._softplus import softplus, SoftplusBackward, kernel, KERNELS
 
-__all__ = ["softplus", "SoftplusBackward"]
+__all__ = ["softplus", "SoftplusBackward", "kernel", "KERNELS"]
