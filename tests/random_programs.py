@@ -89,10 +89,12 @@ def layouts_for(shape):
 def leaf_array(values, layout, np_dtype):
     """A NumPy array of the values whose memory has the layout (a view of another buffer)."""
     a = np.asarray(values, dtype=np_dtype)
+    # .copy(), not np.ascontiguousarray: that keeps a view of a size-1 dim (any stride counts as
+    # contiguous there), so the strides would differ from the printed np.array(...)[::-1]
     if layout == "transposed":
-        return np.ascontiguousarray(a.T).T
+        return a.T.copy().T
     if layout == "reversed":
-        return np.ascontiguousarray(a[::-1])[::-1]
+        return a[::-1].copy()[::-1]
     if layout == "strided":
         return np.repeat(a, 2, axis=-1)[..., ::2]
     return a.copy()
@@ -104,8 +106,8 @@ def leaf_code(leaf, np_dtype):
     a = np.asarray(leaf.values, dtype=np_dtype)
     if leaf.code:               # the same steps as leaf_array, from the code of the values
         base = f"({leaf.code}).astype({dt})"
-        return {"transposed": f"np.ascontiguousarray({base}.T).T",
-                "reversed": f"np.ascontiguousarray({base}[::-1])[::-1]",
+        return {"transposed": f"{base}.T.copy().T",
+                "reversed": f"{base}[::-1].copy()[::-1]",
                 "strided": f"np.repeat({base}, 2, axis=-1)[..., ::2]"}.get(leaf.layout, base)
 
     def array(x):
