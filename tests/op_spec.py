@@ -18,8 +18,8 @@ Traits of a row (see op_table's docstring for what each check does with them):
     rank, ...); inputs whose domain is in ``LEAF_DOMAINS`` are always fresh leaves;
   * ``same_dtype``: the inputs must share one dtype (scatter_add raises otherwise, as PyTorch
     does), so a program using the row is not run with a random mix of float32 and float64 leaves;
-  * ``tol64`` / ``tol32``: value tolerances (rtol = atol) in float64 / float32, and
-    ``grad_tol32`` for the float32 gradient (looser for the rows whose family needed it);
+  * ``tol64`` / ``tol32``: value tolerances (rtol = atol) in float64 / float32 (looser for
+    linalg, tighter in float32 for the elementwise family);
   * ``gradgrad`` / ``forward_ad`` / ``property``: take part in gradgradcheck / the forward-mode
     check / the random programs; ``reason`` says why a row is kept out of something (it names
     the problem; a row with ``property`` off must have one).
@@ -64,7 +64,6 @@ class OpSpec:
     same_dtype: bool = False  # its inputs must share one dtype (it raises otherwise, by design)
     tol64: float = 1e-12   # float64 values: rtol = atol
     tol32: float = 2e-5    # float32 values: rtol = atol
-    grad_tol32: float = 1e-4  # float32 gradients: rtol (atol is a tenth of it)
     gradgrad: bool = True  # second derivatives are checked
     forward_ad: bool = True  # tangents are checked (forward-mode AD)
     property: bool = True  # used by the random programs of test_property.py

@@ -12,7 +12,7 @@ Each row names the lucid callable and its NumPy reference (float64), the input-s
 try and a domain per input. From it:
   * tests/test_ops_gradcheck.py checks every (row, shapes) case: the forward against the
     reference in float64 (``tol64``) and float32 (``tol32``), gradcheck, backward against finite
-    differences of the reference (float64, and float32 to ``grad_tol32``), gradgradcheck (rows
+    differences of the reference (float64 and float32), gradgradcheck (rows
     with ``gradgrad``), and transposed / strided (non-contiguous) inputs, whose tangents must
     also match a contiguous copy's;
   * tests/test_forward_ad.py checks the tangents of the rows with ``forward_ad`` against finite
