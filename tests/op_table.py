@@ -1,37 +1,43 @@
 """The one table of differentiable ops: one row per op drives every table-driven check.
 
-Each row (``OpSpec``) names the lucid callable and its NumPy reference (float64), the input-shape
-tuples to try and a domain per input. From it:
-  * tests/test_ops_gradcheck.py checks the forward against the reference (float64 and float32,
-    contiguous and transposed inputs), gradcheck, backward against finite differences of the
-    reference, and gradgradcheck (``gradgrad``);
-  * a forward-mode AD test will check tangents of the rows with ``forward_ad``;
-  * tests/test_property.py builds random programs out of the rows with ``property`` set: an
-    ``ELEMENTWISE`` row takes any shapes that broadcast together, a ``REDUCTION`` row any shape of at
-    least ``min_ndim`` dims, a ``FIXED`` row only its listed shapes; ``zero_size`` says whether a
-    0-size input is allowed, ``apart`` that the inputs must differ everywhere (a kink where they
-    meet), ``any_layout`` that non-contiguous inputs are accepted, and ``reason`` says why a row
-    is kept out of something (it names the bug).
-Adding an op is adding one row.
+``OPS`` is every row: the rows written below (arithmetic, matmul, sum/mean, amax/max, views and
+shapes, cat/stack, indexing) followed by the rows of the family modules, each a ``Rows`` list:
+tests/op_rows_elementwise.py (API.md section 8's elementwise ops), op_rows_statistics.py (prod,
+var/std, norm, logsumexp, softmax, cumsum/cumprod), op_rows_indexing.py (gather/scatter, masks,
+split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum) and op_rows_linalg.py
+(lucid.linalg, mm/bmm/dot/outer). What a row is, its traits, the input domains and the builders
+are in tests/op_spec.py (re-exported here).
+
+Each row names the lucid callable and its NumPy reference (float64), the input-shape tuples to
+try and a domain per input. From it:
+  * tests/test_ops_gradcheck.py checks every (row, shapes) case: the forward against the
+    reference in float64 (``tol64``) and float32 (``tol32``), gradcheck, backward against finite
+    differences of the reference (float64 and float32), gradgradcheck (rows
+    with ``gradgrad``), and transposed / strided (non-contiguous) inputs, whose tangents must
+    also match a contiguous copy's;
+  * tests/test_forward_ad.py checks the tangents of the rows with ``forward_ad`` against finite
+    differences (gradcheck with check_forward_ad);
+  * tests/test_property.py builds random programs out of the rows with ``property`` set (every
+    row anchors at least one program per run);
+  * the family test files (tests/test_ops_<family>.py) keep only what a Jacobian check cannot
+    see (special values, ties, views vs copies, dtypes) and the error paths.
+Adding an op is one definition plus one row.
 
 Every input of every row is a differentiable float tensor; Python-scalar operands, conditions,
-index arrays, masks and bounds are baked into the callables (reflected forms included).
-
-Domains (per input):
-  * ``ANY``: standard normal; ``POS``: in [0.5, 2]; ``NONZERO``: +-[0.5, 2];
-  * ``DISTINCT``: entries pairwise at least ~0.2 apart (no ties for max/min/amax/amin);
-  * ``CLAMP``: entries at least 0.1 away from the clamp bounds ``LO``/``HI`` used below.
+index arrays, masks and bounds are baked into the callables (reflected forms included). A row's
+fn is a lambda (or a one-expression def, or a lucid function) so that a random program using it
+prints as a script (tests/row_source.py).
 """
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 import lucid
-
-ANY, POS, NONZERO, DISTINCT, CLAMP = "any", "positive", "nonzero", "distinct", "clamp"
-LO, HI = -0.5, 0.5
-ELEMENTWISE, REDUCTION, FIXED = "elementwise", "reduction", "fixed"
+import op_rows_elementwise
+import op_rows_indexing
+import op_rows_linalg
+import op_rows_statistics
+from op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, HI, LEAF_DOMAINS,  # noqa: F401
+                     LO, M23, M34, NONZERO, POS, R3, REDUCTION, SMALL, SPD, UNARY_SHAPES, WELL,
+                     OpSpec, Rows, joined, joined_code, outputs, sample)
 
 # What the random programs keep away from, and why:
 #  * values stay finite (inf/NaN upstream gradients are pinned by test_reliability_ops.py);
@@ -40,87 +46,8 @@ ELEMENTWISE, REDUCTION, FIXED = "elementwise", "reduction", "fixed"
 #    identity, so it raises (IndexError, as in PyTorch) instead of giving a value to compare.
 ZERO_SIZE_BUG = "amax/amin/max/min over an empty dimension raise, as in PyTorch (no identity)"
 
-
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    fn: Callable
-    ref: Callable
-    shapes: tuple          # tuple of shape-tuples, one tuple per case
-    domains: tuple         # one per input
-    arity: int = -1        # number of tensor inputs (len(domains) when not given)
-    kind: str = FIXED      # ELEMENTWISE, REDUCTION or FIXED (see the module docstring)
-    min_ndim: int = 0      # REDUCTION: the fewest dims its dim argument needs
-    zero_size: bool = True  # ELEMENTWISE / REDUCTION: a 0-size input is allowed
-    apart: bool = False    # the inputs must differ everywhere (maximum, minimum)
-    any_layout: bool = True  # takes non-contiguous inputs (view raises RuntimeError on some)
-    gradgrad: bool = True  # second derivatives are checked
-    forward_ad: bool = True  # tangents are checked (forward-mode AD)
-    property: bool = True  # used by the random programs of test_property.py
-    reason: str = ""       # why property (or zero_size) is off: names the bug
-
-    def __post_init__(self):
-        if self.arity == -1:
-            object.__setattr__(self, "arity", len(self.domains))
-
-
-def sample(rng, shape, domain):
-    """Random float64 values of shape inside the domain."""
-    if domain == ANY:
-        return rng.standard_normal(shape)
-    if domain == DISTINCT:
-        n = int(np.prod(shape, dtype=np.int64))
-        vals = rng.permutation(n) * 0.3 - 0.15 * n + rng.uniform(-0.05, 0.05, size=n)
-        return vals.reshape(shape)
-    if domain == CLAMP:
-        band = rng.integers(0, 3, size=shape)
-        low = rng.uniform(-1.5, LO - 0.1, size=shape)
-        mid = rng.uniform(LO + 0.1, HI - 0.1, size=shape)
-        high = rng.uniform(HI + 0.1, 1.5, size=shape)
-        return np.where(band == 0, low, np.where(band == 1, mid, high))
-    mag = rng.uniform(0.5, 2.0, size=shape)
-    if domain == POS:
-        return mag
-    if domain == NONZERO:
-        return np.where(rng.random(shape) < 0.5, -mag, mag)
-    raise ValueError(domain)
-
-
-BINARY_SHAPES = (
-    ((3, 4), (3, 4)),
-    ((3, 1), (1, 4)),
-    ((2, 3), ()),
-    ((), (2, 3)),
-    ((4,), (3, 4)),
-    ((2, 1, 3), (4, 1)),
-    ((), ()),
-)
-UNARY_SHAPES = (((),), ((5,),), ((2, 3),))
-R3 = (((2, 3, 4),),)
-M23 = (((2, 3),),)
-M34 = (((3, 4),),)
-
-OPS = []
-
-
-def op(name, fn, ref, shapes, domains, **traits):
-    """Add one row to the table."""
-    spec = OpSpec(name, fn, ref, tuple(shapes), tuple(domains), len(domains), **traits)
-    assert spec.property or spec.reason, f"{name}: a row kept out of the property test needs a reason"
-    assert all(len(s) == spec.arity for s in spec.shapes), name
-    OPS.append(spec)
-
-
-def elementwise(name, fn, ref, shapes, domains, **traits):
-    """A row whose inputs broadcast together like NumPy and whose output is computed per element."""
-    op(name, fn, ref, shapes, domains, kind=ELEMENTWISE, **traits)
-
-
-def reduction(name, fn, ref, shapes, domains, dim, **traits):
-    """A row reducing its one input over dim (None, int or tuple) of any shape with enough dims."""
-    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    need = max([len(dims)] + [d + 1 if d >= 0 else -d for d in dims])
-    op(name, fn, ref, shapes, domains, kind=REDUCTION, min_ndim=need, **traits)
+CORE = Rows()
+op, elementwise, reduction = CORE.op, CORE.elementwise, CORE.reduction
 
 
 def _sigmoid(a):
@@ -470,6 +397,10 @@ op("index_chain", lambda x: x[1:][:, [0, 0]][None, ..., 1],
    lambda a: a[1:][:, [0, 0]][None, ..., 1], M34, (ANY,))
 op("index_1d_int_to_0d", lambda x: x[3], lambda a: a[3], (((5,),),), (ANY,))
 
+
+
+OPS = [*CORE, *op_rows_elementwise.ROWS, *op_rows_statistics.ROWS, *op_rows_indexing.ROWS,
+       *op_rows_linalg.ROWS]
 
 
 def _shape_id(shapes):

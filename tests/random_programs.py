@@ -8,8 +8,11 @@ permute, reshape, slicing, expand, unsqueeze, squeeze). Programs print as runnab
 
 Values are kept where finite differences mean something: every step's values are finite and
 bounded, and an operand is reused only when it lies inside the row's domain with a margin (positive
-for log/sqrt, away from 0 for abs/relu/division, away from the clamp bounds, no ties for
-max/min/maximum/minimum); otherwise a fresh leaf is sampled from the domain. Keeping all values
+for log/sqrt, away from 0 for abs/relu/division, inside [-2, 2] for asin(0.4 x), away from the
+clamp bounds, no ties for max/min/maximum/minimum); otherwise a fresh leaf is sampled from the
+domain. Inputs of the leaf-only domains (well-conditioned, positive-definite) and all inputs of a
+row with ``fresh_inputs`` are always fresh leaves. A row with several outputs (split, eigh, qr)
+is one step whose value is its outputs joined (flattened and concatenated: op_spec.joined). Keeping all values
 finite also keeps every upstream gradient finite: masking by multiplication in the backward of
 where/clamp/maximum/minimum/relu/amax turns inf/NaN gradients into NaN (a known open bug).
 """
@@ -54,6 +57,7 @@ class Step:
     fn: Callable            # lucid
     ref: Callable           # NumPy
     code: str               # Python expression over the operands' names
+    same_dtype: bool = False  # the operands must share one dtype (the row's same_dtype)
 
 
 @dataclass
@@ -89,10 +93,12 @@ def layouts_for(shape):
 def leaf_array(values, layout, np_dtype):
     """A NumPy array of the values whose memory has the layout (a view of another buffer)."""
     a = np.asarray(values, dtype=np_dtype)
+    # .copy(), not np.ascontiguousarray: that keeps a view of a size-1 dim (any stride counts as
+    # contiguous there), so the strides would differ from the printed np.array(...)[::-1]
     if layout == "transposed":
-        return np.ascontiguousarray(a.T).T
+        return a.T.copy().T
     if layout == "reversed":
-        return np.ascontiguousarray(a[::-1])[::-1]
+        return a[::-1].copy()[::-1]
     if layout == "strided":
         return np.repeat(a, 2, axis=-1)[..., ::2]
     return a.copy()
@@ -104,8 +110,8 @@ def leaf_code(leaf, np_dtype):
     a = np.asarray(leaf.values, dtype=np_dtype)
     if leaf.code:               # the same steps as leaf_array, from the code of the values
         base = f"({leaf.code}).astype({dt})"
-        return {"transposed": f"np.ascontiguousarray({base}.T).T",
-                "reversed": f"np.ascontiguousarray({base}[::-1])[::-1]",
+        return {"transposed": f"{base}.T.copy().T",
+                "reversed": f"{base}[::-1].copy()[::-1]",
                 "strided": f"np.repeat({base}, 2, axis=-1)[..., ::2]"}.get(leaf.layout, base)
 
     def array(x):
@@ -142,16 +148,20 @@ def run_lucid(prog, np_dtype=np.float64, leaf_values=None, requires_grad=True):
         try:
             env[step.name] = step.fn(*[env[a] for a in step.args])
         except Exception as e:
-            raise StepError(prog.upto(step.name), step, e) from e
+            sub = prog.upto(step.name)
+            names = [leaf.name for leaf in prog.leaves]
+            dtypes = tuple(leaf_dtype(np_dtype, names.index(leaf.name)) for leaf in sub.leaves)
+            raise StepError(sub, step, e, dtypes) from e
     return env
 
 
 class StepError(Exception):
-    """lucid raised in a step that NumPy computes: carries the program up to that step."""
+    """lucid raised in a step that NumPy computes: carries the program up to that step and the
+    leaves' dtypes of the run that raised."""
 
-    def __init__(self, prog, step, error):
+    def __init__(self, prog, step, error, np_dtypes):
         super().__init__(f"{step.name} = {step.code} raised {type(error).__name__}: {error}")
-        self.prog, self.step, self.error = prog, step, error
+        self.prog, self.step, self.error, self.np_dtypes = prog, step, error, np_dtypes
 
 
 def run_numpy(prog, leaf_values=None):
@@ -202,13 +212,18 @@ def features(prog):
 # ---------------------------------------------------------------------------------------------
 
 def in_domain(v, domain):
-    """Is v (an intermediate value) safely inside the domain?"""
+    """Is v (an intermediate value) safely inside the domain? Never for LEAF_DOMAINS: no
+    intermediate value is known to be well-conditioned or positive-definite."""
+    if domain in T.LEAF_DOMAINS:
+        return False
     if v.size == 0:
         return True
     if not np.all(np.isfinite(v)) or np.max(np.abs(v)) > BOUND:
         return False
     if domain == T.POS:
         return np.min(v) >= POS_MIN
+    if domain == T.SMALL:
+        return np.max(np.abs(v)) <= 2.0
     if domain == T.NONZERO:
         return np.min(np.abs(v)) >= NONZERO_MIN
     if domain == T.CLAMP:
@@ -248,7 +263,12 @@ def domain_code(domain, shape, seed):
     if domain == T.DISTINCT:
         n = int(np.prod(shape))
         return f"({rng()}.permutation({n}) * 0.03 - {0.015 * n!r}).reshape({shape!r})"
-    return f"np.round({rng()}.uniform(-2.0, 2.0, {shape!r}), 3)"
+    if domain == T.WELL:
+        return f"np.round({rng()}.uniform(-2.0, 2.0, {shape!r}), 3) + 4.0 * np.eye({shape[-2]}, {shape[-1]})"
+    if domain == T.SPD:
+        return (f"(lambda x: x @ np.swapaxes(x, -1, -2) + {shape[-1]} * np.eye({shape[-1]}))"
+                f"(np.round({rng()}.uniform(-2.0, 2.0, {shape!r}), 3))")
+    return f"np.round({rng()}.uniform(-2.0, 2.0, {shape!r}), 3)"      # ANY, SMALL
 
 
 def _index_text(key):
@@ -363,10 +383,11 @@ class Generator:
         latest = self.order[-1] if self.order and self.rng.random() < 0.8 else None
         for shape, domain in zip(shapes, spec.domains):
             name = None
-            if latest is not None and not fresh_only and spec.any_layout and \
+            reuse = not (fresh_only or spec.fresh_inputs) and spec.any_layout
+            if latest is not None and reuse and \
                     self.values[latest].shape == tuple(shape) and in_domain(self.values[latest], domain):
                 name, latest = latest, None          # chain: consume the latest value once
-            if name is None and not fresh_only and spec.any_layout:
+            if name is None and reuse:
                 cands = [n for n in self.order
                          if self.values[n].shape == tuple(shape) and in_domain(self.values[n], domain)]
                 if cands and self.rng.random() < 0.8:
@@ -379,10 +400,11 @@ class Generator:
             operands.append(name)
         lookup = {**self.values, **{leaf.name: leaf.values for leaf in new_leaves}}
         args = [lookup[n] for n in operands]
+        fn, ref = T.joined(spec)
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = np.asarray(spec.ref(*[a.copy() for a in args]), np.float64)
+                out = np.asarray(ref(*[a.copy() for a in args]), np.float64)
         except (ValueError, IndexError):
             return None
         if not acceptable(out) or (spec.apart and not apart(args)):
@@ -390,11 +412,12 @@ class Generator:
         for leaf in new_leaves:
             self.leaves.append(leaf)
             self._bind(leaf.name, leaf.values)
-        return self._add_step(tuple(operands), spec.name, spec.fn, spec.ref,
-                              row_code(spec.fn, operands), out)
+        return self._add_step(tuple(operands), spec.name, fn, ref,
+                              T.joined_code(spec, row_code(spec.fn, operands)), out,
+                              spec.same_dtype)
 
-    def _add_step(self, args, label, fn, ref, code, out):
-        step = Step(f"v{len(self.steps)}", args, label, fn, ref, code)
+    def _add_step(self, args, label, fn, ref, code, out, same_dtype=False):
+        step = Step(f"v{len(self.steps)}", args, label, fn, ref, code, same_dtype)
         self.steps.append(step)
         self._bind(step.name, np.array(out, np.float64))
         return step

@@ -1,15 +1,22 @@
-"""Python source for a table row's lambda, applied to named operands (for printed reproducers).
+"""Python source for a table row's callable, applied to named operands (for printed reproducers).
 
 ``row_code(lambda x, y: lucid.where(_cond, x, y), ["v1", "x0"])`` gives
 ``lucid.where(lucid.tensor(np.array([...], dtype=np.bool_)), v1, x0)``: the lambda's body read from
 its source file (by the code object's column positions), its parameters renamed, and the values of
 its closure variables and module constants (bounds, masks, index tensors) written out as literals,
 so the code runs with nothing but ``import numpy as np`` and ``import lucid``.
+A row's callable may also be a one-expression ``def`` (its ``return`` expression is used) or a
+lucid function (``lucid.log1p`` gives ``lucid.log1p(v1)``); a call to a one-expression helper
+inside the body (``sym(a)``, ``_i(G_IDX)``) is written out the same way, so the helper need not
+exist where the code runs (a call to any other helper is left as it is). A row's callable of
+any other sort is refused (ValueError) when the row is read.
 """
 import ast
+import copy
 import functools
 import inspect
 import math
+import textwrap
 import types
 
 import numpy as np
@@ -63,10 +70,73 @@ def lambda_body(fn):
     return "".join(text)
 
 
+@functools.lru_cache(maxsize=None)
+def _def_body(fn):
+    """The return expression of a one-expression def (its docstring aside)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    body = [st for st in tree.body[0].body
+            if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        raise ValueError(f"{fn.__qualname__} is not a one-expression function: make it a lambda")
+    return ast.unparse(body[0].value)
+
+
+def _lucid_name(fn):
+    """'lucid.log1p' / 'lucid.linalg.solve' when fn is that public lucid function, else None."""
+    name = getattr(fn, "__name__", "")
+    for path, module in (("lucid", lucid), ("lucid.linalg", lucid.linalg)):
+        if getattr(module, name, None) is fn:
+            return f"{path}.{name}"
+    return None
+
+
+def _body(fn):
+    """fn's body as source text, for a lambda or a one-expression def."""
+    if not isinstance(fn, types.FunctionType):
+        raise ValueError(f"{fn!r} is neither a lambda, a one-expression def nor a lucid function")
+    return lambda_body(fn) if fn.__name__ == "<lambda>" else _def_body(fn)
+
+
+def _inlinable(v):
+    """A test helper written as one expression (else a call to it is left as it is)."""
+    if not isinstance(v, types.FunctionType) or v.__module__.split(".")[0] in ("lucid", "numpy"):
+        return False
+    try:
+        _body(v)
+    except (ValueError, OSError, TypeError):
+        return False
+    return True
+
+
+def _expr(fn, args):
+    """fn applied to the AST nodes args, with its constants written out and helpers inlined."""
+    lucid_name = _lucid_name(fn)
+    if lucid_name is not None:
+        return ast.Call(ast.parse(lucid_name, mode="eval").body, list(args), [])
+    code = fn.__code__
+    params = code.co_varnames[:code.co_argcount]
+    names = dict(zip(params, args))
+    values, helpers = {}, {}
+    if fn.__closure__:
+        values.update(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    for name in code.co_names:
+        if name in fn.__globals__ and name not in ("np", "lucid"):
+            v = fn.__globals__[name]
+            if _inlinable(v):
+                helpers[name] = v
+            elif isinstance(v, types.ModuleType) and v.__name__.startswith(("lucid", "numpy")):
+                values[name] = v            # an alias (L = lucid.linalg): written as its path
+            elif not isinstance(v, (types.ModuleType, types.FunctionType, type)):
+                values[name] = v
+    tree = ast.parse(_body(fn).strip(), mode="eval").body
+    return _Rename(names, values, helpers).visit(tree)
+
+
 class _Rename(ast.NodeTransformer):
-    def __init__(self, names, values):
-        self.names = names          # parameter -> operand name
+    def __init__(self, names, values, helpers):
+        self.names = names          # parameter -> the operand's AST
         self.values = values        # closure / module constant -> value
+        self.helpers = helpers      # one-expression helper function -> itself (inlined)
         self.subscript_depth = 0
 
     def visit_Subscript(self, node):
@@ -76,27 +146,23 @@ class _Rename(ast.NodeTransformer):
         self.subscript_depth -= 1
         return node
 
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in self.helpers and not node.keywords:
+            return _expr(self.helpers[node.func.id], [self.visit(a) for a in node.args])
+        return self.generic_visit(node)
+
     def visit_Name(self, node):
         if node.id in self.names:
-            return ast.copy_location(ast.Name(self.names[node.id], ast.Load()), node)
+            return copy.deepcopy(self.names[node.id])
         if node.id in self.values:
-            return ast.copy_location(_value_node(self.values[node.id], self.subscript_depth > 0), node)
+            v = self.values[node.id]
+            new = ast.parse(v.__name__.replace("numpy", "np", 1), mode="eval").body \
+                if isinstance(v, types.ModuleType) else _value_node(v, self.subscript_depth > 0)
+            return ast.copy_location(new, node)
         return node
 
 
 def row_code(fn, operands):
-    """fn's body as code over the operand names, with its constants written out."""
-    code = fn.__code__
-    params = code.co_varnames[:code.co_argcount]
-    names = dict(zip(params, operands))
-    values = {}
-    if fn.__closure__:
-        values.update(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__)))
-    for name in code.co_names:
-        if name in fn.__globals__ and name not in ("np", "lucid"):
-            v = fn.__globals__[name]
-            if not isinstance(v, (types.ModuleType, types.FunctionType, type)):
-                values[name] = v
-    tree = ast.parse(lambda_body(fn).strip(), mode="eval")
-    tree = _Rename(names, values).visit(tree)
+    """fn applied to the operand names as code, with its constants written out."""
+    tree = _expr(fn, [ast.Name(n, ast.Load()) for n in operands])
     return ast.unparse(ast.fix_missing_locations(tree))

@@ -1,7 +1,8 @@
-"""The elementwise ops of API.md section 8 (rows in op_rows_elementwise.py): values against
-NumPy in float64 and float32, gradcheck, gradgradcheck and forward mode in float64, on 0-d,
-broadcast and non-contiguous inputs; then what a Jacobian check cannot see: the step functions'
-zero gradients, accuracy near 0 and for large inputs, kinks, dtypes, and the error paths."""
+"""The elementwise ops of API.md section 8 beyond their table rows (tests/op_rows_elementwise.py;
+values, gradients, second derivatives, tangents and layouts of every row are checked by the
+table's loops: tests/test_ops_gradcheck.py, tests/test_forward_ad.py): what a Jacobian check
+cannot see: the step functions' zero gradients, accuracy near 0 and for large inputs, kinks,
+dtypes, and the error paths."""
 import math
 
 import numpy as np
@@ -9,58 +10,8 @@ import pytest
 
 import lucid
 from conftest import assert_close, f64, to_numpy
-from lucid.autograd import gradcheck, gradgradcheck
 from lucid.autograd import forward_ad as fwAD
-from op_rows_elementwise import ROWS, np_erf
-from op_table import sample
-
-CASES = [(f"{spec.name}-{'_'.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}", spec,
-          shapes) for spec in ROWS for shapes in spec.shapes]
-IDS = [c[0] for c in CASES]
-
-
-def _arrays(rng, spec, shapes):
-    return [sample(rng, s, d) for s, d in zip(shapes, spec.domains)]
-
-
-def _tensors(arrays, dtype=lucid.float64, requires_grad=True):
-    return tuple(lucid.tensor(a.copy(), dtype=dtype, requires_grad=requires_grad) for a in arrays)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_values_float64_and_float32(case_id, spec, shapes, rng):
-    arrays = _arrays(rng, spec, shapes)
-    expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
-    out = spec.fn(*_tensors(arrays))
-    assert out.dtype == lucid.float64 and out.shape == expected.shape
-    assert out.grad_fn is not None and out.grad_fn.name().endswith("Backward")
-    assert_close(out, expected, rtol=1e-12, atol=1e-14, msg=case_id)
-    out32 = spec.fn(*_tensors([a.astype(np.float32) for a in arrays], lucid.float32, False))
-    assert out32.dtype == lucid.float32 and out32.grad_fn is None
-    expected32 = np.asarray(spec.ref(*[a.astype(np.float32).astype(np.float64) for a in arrays]))
-    assert_close(out32, expected32, rtol=2e-6, atol=1e-6, msg=case_id)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradients_first_second_and_forward(case_id, spec, shapes, rng):
-    ts = _tensors(_arrays(rng, spec, shapes))
-    assert gradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3, check_forward_ad=True)
-    assert gradgradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
-
-
-@pytest.mark.parametrize("spec", [s for s in ROWS if len(s.domains) == 1], ids=lambda s: s.name)
-def test_non_contiguous_input(spec, rng):
-    base = sample(rng, (4, 3), spec.domains[0])
-    x = lucid.tensor(base, dtype=lucid.float64, requires_grad=True)
-    view = x.transpose(0, 1)                     # a strided view: no copy
-    assert not view.detach().numpy().flags["C_CONTIGUOUS"]
-    assert_close(spec.fn(view), np.asarray(spec.ref(base.T.copy())), rtol=1e-12, atol=1e-14)
-    assert gradcheck(lambda t: spec.fn(t.transpose(0, 1)), (x,))
-    tangent = rng.standard_normal((3, 4))
-    with fwAD.dual_level():                  # a strided primal: the same tangent as a copy's
-        strided = fwAD.unpack_dual(spec.fn(fwAD.make_dual(view.detach(), f64(tangent)))).tangent
-        copied = fwAD.unpack_dual(spec.fn(fwAD.make_dual(f64(base.T.copy()), f64(tangent))))
-    assert_close(strided, copied.tangent, rtol=1e-14, atol=1e-15)
+from op_rows_elementwise import np_erf
 
 
 # -- step functions: a grad_fn, a zero gradient, a zero tangent ---------------------------------

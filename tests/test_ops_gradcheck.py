@@ -1,13 +1,15 @@
 """Table-driven forward / gradient tests for every row of the op table (tests/op_table.py).
 
-For every (op, shapes) case:
-  * the float64 forward is compared with the NumPy reference;
+For every (op, shapes) case (each output of a ``multi_output`` row is compared):
+  * the float64 forward is compared with the NumPy reference (to the row's ``tol64``);
   * ``lucid.autograd.gradcheck`` is run on every input (full Jacobian);
   * independently of gradcheck, backward with a random upstream gradient is compared with
     central finite differences of the NumPy reference (so a broken gradcheck cannot hide a
     broken op, and a broken lucid forward cannot hide a broken backward);
   * ``gradgradcheck`` (rows with ``gradgrad``);
-  * the forward and backward in float32, and with transposed (non-contiguous) inputs.
+  * the forward (to ``tol32``) and backward in float32, and with transposed and
+    strided (non-contiguous) inputs, whose tangents must equal a contiguous copy's.
+The forward-mode check of every row is in tests/test_forward_ad.py.
 Also: gradcheck itself catches wrong gradients.
 """
 import re
@@ -16,8 +18,9 @@ import numpy as np
 import pytest
 
 import lucid
+import lucid.autograd.forward_ad as fwAD
 from conftest import assert_close, f64, numerical_vjp, to_numpy
-from op_table import cases, sample
+from op_table import cases, outputs, sample
 
 CASES = cases()
 IDS = [c[0] for c in CASES]
@@ -29,8 +32,32 @@ def _inputs(rng, spec, shapes):
     return [sample(rng, s, d) for s, d in zip(shapes, spec.domains)]
 
 
-def _tensors(arrays, requires_grad):
-    return [lucid.tensor(a.copy(), dtype=lucid.float64, requires_grad=requires_grad) for a in arrays]
+def _tensors(arrays, requires_grad, dtype=lucid.float64):
+    return [lucid.tensor(a.copy(), dtype=dtype, requires_grad=requires_grad) for a in arrays]
+
+
+def _expected(spec, arrays):
+    """The reference's outputs (a tuple of float64 arrays)."""
+    return tuple(np.asarray(r, dtype=np.float64)
+                 for r in outputs(spec, spec.ref(*[a.copy() for a in arrays])))
+
+
+def _flat_ref(spec):
+    """The reference with all its outputs joined into one vector (for finite differences)."""
+    return lambda *a: np.concatenate([r.ravel() for r in _expected(spec, a)] + [np.zeros(0)])
+
+
+def _backward(outs, rng, dtype=lucid.float64):
+    """Backward of every output with a random upstream gradient; the upstreams joined (float64)."""
+    np_dtype = np.float32 if dtype == lucid.float32 else np.float64
+    ups = [rng.standard_normal(o.shape).astype(np_dtype) for o in outs]
+    lucid.autograd.backward(tuple(outs), tuple(lucid.tensor(u, dtype=dtype) for u in ups))
+    return np.concatenate([u.ravel() for u in ups] + [np.zeros(0)]).astype(np.float64)
+
+
+def _grad_or_zero(t):
+    """A leaf's gradient (zeros where no output depends on it: masked_fill_0d's input)."""
+    return np.zeros(t.shape) if t.grad is None else to_numpy(t.grad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,20 +66,22 @@ def _tensors(arrays, requires_grad):
 
 def check_forward(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
-    expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
+    expected = _expected(spec, arrays)
     for rg in (False, True):
         ts = _tensors(arrays, requires_grad=rg)
-        out = spec.fn(*ts)
-        assert isinstance(out, lucid.Tensor)
-        assert out.dtype == lucid.float64, f"{case_id}: float64 inputs gave {out.dtype}"
-        assert out.shape == expected.shape, f"{case_id}: shape {out.shape} != {expected.shape}"
-        assert_close(out, expected, rtol=1e-12, atol=1e-12, msg=case_id)
-        assert out.requires_grad == rg
-        if rg:
-            assert out.grad_fn is not None
-            assert out.grad_fn.name().endswith("Backward"), out.grad_fn.name()
-        else:
-            assert out.grad_fn is None
+        outs = outputs(spec, spec.fn(*ts))
+        assert len(outs) == len(expected), case_id
+        for out, want in zip(outs, expected):
+            assert isinstance(out, lucid.Tensor)
+            assert out.dtype == lucid.float64, f"{case_id}: float64 inputs gave {out.dtype}"
+            assert out.shape == want.shape, f"{case_id}: shape {out.shape} != {want.shape}"
+            assert_close(out, want, rtol=spec.tol64, atol=spec.tol64, msg=case_id)
+            assert out.requires_grad == rg
+            if rg:
+                assert out.grad_fn is not None
+                assert out.grad_fn.name().endswith("Backward"), out.grad_fn.name()
+            else:
+                assert out.grad_fn is None
         # inputs were not modified by the forward
         for t, a in zip(ts, arrays):
             assert_close(t, a, rtol=0, atol=0)
@@ -61,7 +90,7 @@ def check_forward(case_id, spec, shapes, rng):
 def check_gradcheck(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
     ts = tuple(_tensors(arrays, requires_grad=True))
-    assert lucid.autograd.gradcheck(spec.fn, ts, eps=1e-6, atol=1e-5, rtol=1e-3)
+    assert lucid.autograd.gradcheck(spec.fn, ts, eps=1e-6, atol=1e-6, rtol=1e-4)
     # the finite-difference perturbations were undone
     for t, a in zip(ts, arrays):
         assert_close(t, a, rtol=0, atol=0)
@@ -71,15 +100,14 @@ def check_backward_fd(case_id, spec, shapes, rng):
     # independent of gradcheck: lucid's backward vs finite differences of the NumPy reference
     arrays = _inputs(rng, spec, shapes)
     ts = _tensors(arrays, requires_grad=True)
-    out = spec.fn(*ts)
-    upstream = rng.standard_normal(out.shape)
-    out.backward(gradient=lucid.tensor(upstream, dtype=lucid.float64))
-    expected = numerical_vjp(spec.ref, arrays, upstream)
+    upstream = _backward(outputs(spec, spec.fn(*ts)), rng)
+    expected = numerical_vjp(_flat_ref(spec), arrays, upstream)
     for i, (t, g) in enumerate(zip(ts, expected)):
-        assert t.grad is not None, f"{case_id}: input {i} got no .grad"
-        assert t.grad.shape == t.shape, f"{case_id}: grad shape {t.grad.shape} != {t.shape}"
-        assert t.grad.dtype == lucid.float64
-        assert_close(t.grad, g, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
+        assert t.grad is not None or not np.any(g), f"{case_id}: input {i} got no .grad"
+        if t.grad is not None:
+            assert t.grad.shape == t.shape, f"{case_id}: grad shape {t.grad.shape} != {t.shape}"
+            assert t.grad.dtype == lucid.float64
+        assert_close(_grad_or_zero(t), g, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
 
 
 def check_gradgradcheck(case_id, spec, shapes, rng):
@@ -223,54 +251,83 @@ def test_scalar_loss_central_differences(name, fn, domain, rng):
 @pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
 def test_float32_forward_and_backward(case_id, spec, shapes, rng):
     arrays = _inputs(rng, spec, shapes)
-    ts = [lucid.tensor(a.astype(np.float32), dtype=lucid.float32, requires_grad=True)
-          for a in arrays]
     arrays32 = [a.astype(np.float32).astype(np.float64) for a in arrays]
-    out = spec.fn(*ts)
-    assert out.dtype == lucid.float32, f"{case_id}: float32 inputs gave {out.dtype}"
-    expected = np.asarray(spec.ref(*[a.copy() for a in arrays32]), dtype=np.float64)
-    assert_close(out, expected.astype(np.float32), rtol=2e-5, atol=2e-5, msg=case_id)
-    upstream = rng.standard_normal(out.shape).astype(np.float32)
-    out.backward(gradient=lucid.tensor(upstream, dtype=lucid.float32))
-    num = numerical_vjp(spec.ref, arrays32, upstream.astype(np.float64))
+    ts = _tensors(arrays32, requires_grad=True, dtype=lucid.float32)
+    outs = outputs(spec, spec.fn(*ts))
+    expected = _expected(spec, arrays32)
+    assert len(outs) == len(expected), case_id
+    for out, want in zip(outs, expected):
+        assert out.dtype == lucid.float32, f"{case_id}: float32 inputs gave {out.dtype}"
+        assert_close(out, want.astype(np.float32), rtol=spec.tol32, atol=spec.tol32, msg=case_id)
+    upstream = _backward(outs, rng, lucid.float32)
+    num = numerical_vjp(_flat_ref(spec), arrays32, upstream)
     for i, (t, g) in enumerate(zip(ts, num)):
-        assert t.grad is not None and t.grad.dtype == lucid.float32
-        assert t.grad.shape == t.shape
-        assert_close(t.grad, g.astype(np.float32), rtol=1e-4, atol=1e-5, msg=f"{case_id} input {i}")
+        assert t.grad is None or (t.grad.dtype == lucid.float32 and t.grad.shape == t.shape)
+        assert_close(_grad_or_zero(t), g.astype(np.float32), rtol=1e-4, atol=1e-5,
+                     msg=f"{case_id} input {i}")
 
 
-NONCONTIG = [c for c in CASES if any(len(s) >= 2 for s in c[2])]
+def _transposed(a):
+    """a's values in transposed memory (a >= 2-d array), as a leaf and its transposed view."""
+    leaf = lucid.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=lucid.float64,
+                        requires_grad=True)
+    return leaf, leaf.transpose(-1, -2)
 
 
-@pytest.mark.parametrize("case_id,spec,shapes", NONCONTIG, ids=[c[0] for c in NONCONTIG])
-def test_noncontiguous_inputs(case_id, spec, shapes, rng):
-    # every input of 2+ dims is passed as a transposed view of a leaf
+def _strided(a):
+    """a's values every other element of a bigger buffer (a leaf that is its own view)."""
+    buf = np.zeros(a.shape + (2,))
+    view = buf[..., 0]
+    view[...] = a
+    leaf = lucid.from_numpy(view).requires_grad_()
+    return leaf, leaf
+
+
+LAYOUTS = {"transposed": (_transposed, 2), "strided": (_strided, 1)}   # (maker, fewest dims)
+NONCONTIG = [pytest.param(*c, layout, id=f"{c[0]}-{layout}")
+             for c in CASES for layout, (_, nd) in LAYOUTS.items()
+             if any(len(s) >= nd for s in c[2])]
+
+
+def _leaf_grad_as_input(leaf, a, layout):
+    g = _grad_or_zero(leaf)
+    return np.swapaxes(g, -1, -2) if layout == "transposed" and a.ndim >= 2 else g
+
+
+@pytest.mark.parametrize("case_id,spec,shapes,layout", NONCONTIG)
+def test_noncontiguous_inputs(case_id, spec, shapes, layout, rng):
+    # every input with enough dims is passed in the layout: values, the backward (against finite
+    # differences of the reference) and the tangent (against a contiguous copy's) must not change
     arrays = _inputs(rng, spec, shapes)
-    leaves, inputs = [], []
-    for a in arrays:
-        if a.ndim >= 2:
-            leaf = lucid.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=lucid.float64,
-                                requires_grad=True)
-            inputs.append(leaf.transpose(-1, -2))
-        else:
-            leaf = lucid.tensor(a.copy(), dtype=lucid.float64, requires_grad=True)
-            inputs.append(leaf)
-        leaves.append(leaf)
-    if not spec.any_layout:
-        # view needs a layout it can reinterpret; a transposed input must be refused, unchanged
+    make, nd = LAYOUTS[layout]
+    pairs = [make(a) if a.ndim >= nd else (f64(a, requires_grad=True),) * 2 for a in arrays]
+    leaves, inputs = [p[0] for p in pairs], [p[1] for p in pairs]
+    if not spec.any_layout and layout == "transposed":
+        # view needs a layout it can reinterpret (an evenly strided one is fine); a transposed
+        # input must be refused, unchanged
         with pytest.raises(RuntimeError, match="view"):
             spec.fn(*inputs)
         for leaf, a in zip(leaves, arrays):
-            assert_close(np.swapaxes(to_numpy(leaf), -1, -2) if a.ndim >= 2 else leaf, a, rtol=0,
+            got = to_numpy(leaf)
+            assert_close(np.swapaxes(got, -1, -2) if got.shape != a.shape else got, a, rtol=0,
                          atol=0)
         return
-    out = spec.fn(*inputs)
-    expected = np.asarray(spec.ref(*[a.copy() for a in arrays]), dtype=np.float64)
-    assert_close(out, expected, rtol=1e-12, atol=1e-12, msg=case_id)
-    upstream = rng.standard_normal(out.shape)
-    out.backward(gradient=lucid.tensor(upstream, dtype=lucid.float64))
-    num = numerical_vjp(spec.ref, arrays, upstream)
+    outs = outputs(spec, spec.fn(*inputs))
+    for out, want in zip(outs, _expected(spec, arrays)):
+        assert_close(out, want, rtol=spec.tol64, atol=spec.tol64, msg=case_id)
+    upstream = _backward(outs, rng)
+    num = numerical_vjp(_flat_ref(spec), arrays, upstream)
     for i, (leaf, a, g) in enumerate(zip(leaves, arrays, num)):
-        want = np.swapaxes(g, -1, -2) if a.ndim >= 2 else g
-        assert leaf.grad is not None and leaf.grad.shape == leaf.shape
-        assert_close(leaf.grad, want, rtol=1e-5, atol=1e-6, msg=f"{case_id} input {i}")
+        assert leaf.grad is None or leaf.grad.shape == leaf.shape
+        assert_close(_leaf_grad_as_input(leaf, a, layout), g, rtol=1e-5, atol=1e-6,
+                     msg=f"{case_id} input {i}")
+    if spec.forward_ad:
+        tangents = [rng.standard_normal(a.shape) for a in arrays]
+        with fwAD.dual_level():
+            mine = outputs(spec, spec.fn(*[fwAD.make_dual(x.detach(), f64(t))
+                                           for x, t in zip(inputs, tangents)]))
+            copied = outputs(spec, spec.fn(*[fwAD.make_dual(f64(a), f64(t))
+                                             for a, t in zip(arrays, tangents)]))
+            for m, c in zip(mine, copied):
+                assert_close(fwAD.unpack_dual(m).tangent, fwAD.unpack_dual(c).tangent,
+                             rtol=1e-12, atol=1e-12, msg=f"{case_id}: tangent")

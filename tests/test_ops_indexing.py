@@ -1,142 +1,16 @@
-"""Indexing and shape ops (ops/gather.pxi, ops/rearrange.pxi, ops/einsum.pxi).
-
-Per row of op_rows_indexing.ROWS: values against the NumPy reference in float64 and float32,
-backward against central differences of the reference, gradcheck, gradgradcheck and the
-forward-mode check in float64, and non-contiguous inputs. Then what a Jacobian check can't see:
-views vs copies (shared memory and version counter, in-place on views refused), repeated indices
-adding up, exact zeros under masks, einsum's repeated letters, and every error path.
+"""Indexing and shape ops (ops/gather.pxi, ops/rearrange.pxi, ops/einsum.pxi) beyond their table
+rows (tests/op_rows_indexing.py; values in float64 and float32, backward against finite
+differences, gradcheck, gradgradcheck, tangents and non-contiguous inputs of every row are
+checked by the table's loops: tests/test_ops_gradcheck.py, tests/test_forward_ad.py): what a
+Jacobian check can't see: views vs copies (shared memory and version counter, in-place on views
+refused), repeated indices adding up, exact zeros under masks, einsum's repeated letters, and
+every error path.
 """
 import numpy as np
 import pytest
 
 import lucid
-from conftest import assert_close, numerical_vjp
-from lucid.autograd import forward_ad as fwAD
-from op_rows_indexing import CORE_JVP, ROWS
-from op_table import sample
-
-CASES = [(f"{spec.name}-{'_'.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}", spec,
-          shapes) for spec in ROWS for shapes in spec.shapes]
-IDS = [c[0] for c in CASES]
-
-
-def _arrays(rng, spec, shapes):
-    return [sample(rng, s, d) for s, d in zip(shapes, spec.domains)]
-
-
-def _leaves(arrays, dtype=lucid.float64, requires_grad=True):
-    return [lucid.tensor(a.copy(), dtype=dtype, requires_grad=requires_grad) for a in arrays]
-
-
-def _tuple(x):
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
-
-
-def _flat_ref(ref):
-    """The reference with all its outputs joined into one vector (for finite differences)."""
-    return lambda *a: np.concatenate([np.asarray(r, dtype=np.float64).ravel()
-                                      for r in _tuple(ref(*a))] + [np.zeros(0)])
-
-
-def _backward(outs, rng, dtype):
-    ups = [rng.standard_normal(o.shape) for o in outs]
-    lucid.autograd.backward(tuple(outs), tuple(lucid.tensor(u, dtype=dtype) for u in ups))
-    return np.concatenate([u.ravel() for u in ups] + [np.zeros(0)])
-
-
-def _grad_or_zero(t):
-    return np.zeros(t.shape) if t.grad is None else t.grad.detach().numpy()
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_values_match_numpy(case_id, spec, shapes, dtype, rng):
-    arrays = _arrays(rng, spec, shapes)
-    dt = getattr(lucid, dtype)
-    rounded = [a.astype(dtype).astype(np.float64) for a in arrays]
-    expected = _tuple(spec.ref(*[a.copy() for a in rounded]))
-    tol = 1e-12 if dtype == "float64" else 2e-6
-    for requires_grad in (False, True):
-        ts = _leaves(arrays, dt, requires_grad)
-        outs = _tuple(spec.fn(*ts))
-        assert len(outs) == len(expected), case_id
-        for o, e in zip(outs, expected):
-            assert o.dtype == dt, f"{case_id}: {dtype} inputs gave {o.dtype}"
-            assert_close(o, np.asarray(e), rtol=tol, atol=tol, msg=case_id)
-            assert (o.grad_fn is not None) == requires_grad
-            if requires_grad:
-                assert o.grad_fn.name().endswith("Backward"), o.grad_fn.name()
-        for t, a in zip(ts, rounded):
-            assert_close(t, a, rtol=0, atol=0)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_backward_matches_finite_differences(case_id, spec, shapes, dtype, rng):
-    arrays = [a.astype(dtype).astype(np.float64) for a in _arrays(rng, spec, shapes)]
-    ts = _leaves(arrays, getattr(lucid, dtype))
-    upstream = _backward(_tuple(spec.fn(*ts)), rng, getattr(lucid, dtype))
-    expected = numerical_vjp(_flat_ref(spec.ref), arrays, upstream)
-    tol = 1e-6 if dtype == "float64" else 1e-4
-    for i, (t, g) in enumerate(zip(ts, expected)):
-        assert t.grad is None or t.grad.dtype == t.dtype
-        assert_close(_grad_or_zero(t), g, rtol=tol, atol=tol, msg=f"{case_id} input {i}")
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradcheck(case_id, spec, shapes, rng):
-    ts = tuple(_leaves(_arrays(rng, spec, shapes)))
-    assert lucid.autograd.gradcheck(spec.fn, ts)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradgradcheck(case_id, spec, shapes, rng):
-    ts = tuple(_leaves(_arrays(rng, spec, shapes)))
-    assert lucid.autograd.gradgradcheck(spec.fn, ts)
-
-
-def _core_op_has_jvp(name):
-    """Does the pre-existing op `name` give its output a tangent in this build?"""
-    x = lucid.tensor(np.ones((2, 2)), dtype=lucid.float64)
-    run = {"permute": lambda d: d.permute(1, 0), "transpose": lambda d: d.transpose(0, 1),
-           "expand": lambda d: d.expand(2, 2, 2)}[name]
-    with fwAD.dual_level():
-        return fwAD.unpack_dual(run(fwAD.make_dual(x, lucid.ones_like(x)))).tangent is not None
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_forward_mode(case_id, spec, shapes, rng):
-    core = CORE_JVP.get(spec.name)
-    if core is not None and not _core_op_has_jvp(core):
-        pytest.skip(f"{spec.name} runs through {core}, which has no jvp rule in this build yet "
-                    "(the jvp rules of the existing shape ops are added on another branch)")
-    ts = tuple(_leaves(_arrays(rng, spec, shapes)))
-    assert lucid.autograd.gradcheck(spec.fn, ts, check_forward_ad=True, check_backward_ad=False)
-
-
-def _strided(a):
-    """a's values in a non-contiguous array (every other element of a bigger buffer)."""
-    buf = np.zeros(a.shape + (2,))
-    view = buf[..., 0]
-    view[...] = a
-    return view
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_non_contiguous_inputs(case_id, spec, shapes, rng):
-    arrays = _arrays(rng, spec, shapes)
-    plain = _leaves(arrays)
-    outs = _tuple(spec.fn(*plain))
-    upstream = [rng.standard_normal(o.shape) for o in outs]
-    lucid.autograd.backward(outs, tuple(lucid.tensor(u) for u in upstream))
-    strided = [lucid.from_numpy(_strided(a)).requires_grad_() for a in arrays]
-    assert all(not s.detach().numpy().flags.c_contiguous for s in strided if s.numel() > 1)
-    souts = _tuple(spec.fn(*strided))
-    for o, so in zip(outs, souts):
-        assert_close(so, o, rtol=1e-12, atol=1e-14, msg=case_id)   # summation order may differ
-    lucid.autograd.backward(souts, tuple(lucid.tensor(u) for u in upstream))
-    for p, s in zip(plain, strided):
-        assert_close(_grad_or_zero(s), _grad_or_zero(p), rtol=1e-12, atol=1e-12, msg=case_id)
+from conftest import assert_close
 
 
 # ---------------------------------------------------------------------------------------------

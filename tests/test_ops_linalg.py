@@ -1,8 +1,10 @@
-"""lucid.linalg and mm/bmm/dot/outer: values vs numpy.linalg (float64 and float32), gradcheck,
-gradgradcheck and the forward-mode check per row of op_rows_linalg, then the error paths
-(singular and non-positive-definite inputs with their batch index, shape mismatches), the
-special semantics (degenerate eigenvalues, zero norms, the sign of slogdet) and a Gaussian
-log-likelihood through cholesky + solve_triangular + the diagonal against its closed form."""
+"""lucid.linalg and mm/bmm/dot/outer beyond their table rows (tests/op_rows_linalg.py; values
+in float64 and float32, gradcheck, gradgradcheck, tangents and non-contiguous inputs of every row
+are checked by the table's loops: tests/test_ops_gradcheck.py, tests/test_forward_ad.py): the
+error paths (singular and non-positive-definite inputs with their batch index, shape mismatches),
+the special semantics (degenerate eigenvalues, zero norms, the sign of slogdet), tangents
+differentiated in reverse, and a Gaussian log-likelihood through cholesky + solve_triangular +
+the diagonal against its closed form."""
 import math
 
 import numpy as np
@@ -12,86 +14,10 @@ import lucid
 import lucid.autograd.forward_ad as fwAD
 from lucid.autograd import gradcheck, gradgradcheck
 from conftest import assert_close, assert_mentions_shapes, to_numpy
-from op_rows_linalg import FORWARD_AD_NEEDS, ROWS, sample, sym, sym_np
-from op_table import _shape_id
+from op_rows_linalg import sym
+from op_spec import sample
 
 L = lucid.linalg
-CASES = [(f"{spec.name}-{_shape_id(shapes)}", spec, shapes)
-         for spec in ROWS for shapes in spec.shapes]
-IDS = [c[0] for c in CASES]
-
-
-def _arrays(rng, spec, shapes):
-    return [sample(rng, s, d) for s, d in zip(shapes, spec.domains)]
-
-
-def _tensors(arrays, dtype=lucid.float64, requires_grad=True):
-    return tuple(lucid.tensor(a.copy(), dtype=dtype, requires_grad=requires_grad) for a in arrays)
-
-
-def _as_tuple(x):
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-@pytest.mark.parametrize("dtype,tol", [(lucid.float64, 1e-10), (lucid.float32, 2e-4)],
-                         ids=["float64", "float32"])
-def test_values_match_numpy(case_id, spec, shapes, dtype, tol, rng):
-    arrays = _arrays(rng, spec, shapes)
-    ts = _tensors(arrays, dtype=dtype)
-    outs = _as_tuple(spec.fn(*ts))
-    refs = _as_tuple(spec.ref(*[a.astype(np.dtype(dtype)).astype(np.float64) for a in arrays]))
-    assert len(outs) == len(refs)
-    for out, ref in zip(outs, refs):
-        assert out.dtype == dtype, f"{case_id}: {dtype} inputs gave {out.dtype}"
-        assert out.requires_grad and out.grad_fn is not None
-        assert_close(out, np.asarray(ref), rtol=tol, atol=tol, msg=case_id)
-    for t, a in zip(ts, arrays):                      # the inputs were not modified
-        assert_close(t, a.astype(np.dtype(dtype)), rtol=0, atol=0)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradcheck(case_id, spec, shapes, rng):
-    assert gradcheck(spec.fn, _tensors(_arrays(rng, spec, shapes)), atol=1e-6, rtol=1e-4)
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_gradgradcheck(case_id, spec, shapes, rng):
-    assert gradgradcheck(spec.fn, _tensors(_arrays(rng, spec, shapes)), atol=1e-5, rtol=1e-3)
-
-
-_PROBES = {       # the other ops some rows compose, each tried once on a dual
-    "matmul": lambda x: x @ x,
-    "transpose": lambda x: x.transpose(0, 1),
-    "permute": lambda x: x.permute(1, 0),
-    "reshape": lambda x: x.reshape(4),
-    "sum": lambda x: x.sum(),
-    "getitem": lambda x: x[..., 0],
-    "amax": lambda x: lucid.amax(x, -1),
-    "sqrt": lambda x: lucid.sqrt(x),
-    "clamp": lambda x: lucid.clamp(x, 0.0, None),
-}
-
-
-def _missing_jvps(names):
-    missing = []
-    with fwAD.dual_level():
-        x = fwAD.make_dual(lucid.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lucid.float64),
-                           lucid.ones(2, 2, dtype=lucid.float64))
-        for name in names:
-            if fwAD.unpack_dual(_PROBES[name](x)).tangent is None:
-                missing.append(name)
-    return missing
-
-
-@pytest.mark.parametrize("case_id,spec,shapes", CASES, ids=IDS)
-def test_forward_ad(case_id, spec, shapes, rng):
-    missing = _missing_jvps(FORWARD_AD_NEEDS.get(spec.name, ()))
-    if missing:
-        pytest.skip(f"{spec.name} composes {', '.join(missing)}, which carry no tangent on this "
-                    "branch yet (their jvp rules are added elsewhere)")
-    assert gradcheck(spec.fn, _tensors(_arrays(rng, spec, shapes)), atol=1e-6, rtol=1e-4,
-                     check_forward_ad=True, check_backward_ad=False)
 
 
 # -- reverse over forward: tangents are differentiable in the primal -------------------------

@@ -1,6 +1,7 @@
 """prod, var, std, norm, logsumexp, softmax, log_softmax, cumsum, cumprod, argmax, argmin, all
-and any: the rows of op_rows_statistics.py (values in float64 and float32, gradcheck,
-gradgradcheck, forward mode, non-contiguous inputs) and the semantics a Jacobian check cannot
+and any beyond their table rows (tests/op_rows_statistics.py; values, gradients, second
+derivatives, tangents and layouts of every row are checked by the table's loops:
+tests/test_ops_gradcheck.py, tests/test_forward_ad.py): the semantics a Jacobian check cannot
 see (zeros in prod/cumprod, norm and std at 0, stability, ties, dtypes, errors), compared with
 PyTorch where it is installed.
 """
@@ -10,8 +11,6 @@ import pytest
 import lucid
 import lucid.autograd.forward_ad as fwAD
 from conftest import assert_close, f64, to_numpy
-from op_rows_statistics import ROWS
-from op_table import sample
 
 try:
     import torch
@@ -20,82 +19,6 @@ except ImportError:          # the PyTorch comparisons say why they did not run
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed; "
                                  "pip install torch==2.13.0 to compare with PyTorch")
-
-CASES = [pytest.param(row, shapes, id=f"{row.name}-{'_'.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}")
-         for row in ROWS for shapes in row.shapes]
-
-
-def _arrays(rng, row, shapes):
-    return [sample(rng, s, d) for s, d in zip(shapes, row.domains)]
-
-
-def _leaves(arrays, dtype=lucid.float64):
-    return tuple(lucid.tensor(a.copy(), dtype=dtype, requires_grad=True) for a in arrays)
-
-
-# -- the rows ---------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("row,shapes", CASES)
-def test_values_float64_and_float32(row, shapes, rng):
-    arrays = _arrays(rng, row, shapes)
-    expected = np.asarray(row.ref(*[a.copy() for a in arrays]), dtype=np.float64)
-    for dtype, tol in ((lucid.float64, 1e-12), (lucid.float32, 2e-5)):
-        xs = _leaves(arrays, dtype)
-        out = row.fn(*xs)
-        assert out.dtype == dtype and out.shape == expected.shape, (out.dtype, out.shape)
-        assert_close(out, expected, rtol=tol, atol=tol, msg=row.name)
-        assert out.grad_fn is not None and out.grad_fn.name().endswith("Backward")
-        for x, a in zip(xs, arrays):
-            assert_close(x, a.astype(to_numpy(x).dtype), rtol=0, atol=0)
-    with lucid.no_grad():
-        assert row.fn(*_leaves(arrays)).grad_fn is None
-
-
-@pytest.mark.parametrize("row,shapes", CASES)
-def test_gradcheck(row, shapes, rng):
-    xs = _leaves(_arrays(rng, row, shapes))
-    assert lucid.autograd.gradcheck(row.fn, xs, eps=1e-6, atol=1e-5, rtol=1e-3)
-
-
-@pytest.mark.parametrize("row,shapes", CASES)
-def test_gradgradcheck(row, shapes, rng):
-    xs = _leaves(_arrays(rng, row, shapes))
-    assert lucid.autograd.gradgradcheck(row.fn, xs, eps=1e-6, atol=1e-5, rtol=1e-3)
-
-
-@pytest.mark.parametrize("row,shapes", CASES)
-def test_forward_mode(row, shapes, rng):
-    xs = _leaves(_arrays(rng, row, shapes))
-    assert lucid.autograd.gradcheck(row.fn, xs, eps=1e-6, atol=1e-5, rtol=1e-3,
-                                    check_forward_ad=True, check_backward_ad=False)
-
-
-NON_CONTIGUOUS = [c for c in CASES if len(c.values[1][0]) >= 2]
-
-
-@pytest.mark.parametrize("row,shapes", NON_CONTIGUOUS)
-def test_non_contiguous_input(row, shapes, rng):
-    # a leaf over transposed memory (not C-contiguous) gives what a contiguous copy gives:
-    # values, gradient and tangent (gradcheck itself takes contiguous inputs only)
-    (a,) = _arrays(rng, row, shapes)
-    swapped = np.swapaxes(a.copy(), -1, -2)
-    up = rng.standard_normal(np.shape(row.ref(swapped.copy())))
-    tangent = rng.standard_normal(swapped.shape)
-    results = []
-    for arr in (swapped, np.ascontiguousarray(swapped)):
-        x = lucid.from_numpy(arr).requires_grad_()
-        out = row.fn(x)
-        out.backward(f64(up))
-        with fwAD.dual_level():
-            dual = fwAD.make_dual(x.detach(), f64(tangent))
-            assert dual.detach().numpy().flags.c_contiguous == arr.flags.c_contiguous
-            tan = fwAD.unpack_dual(row.fn(dual)).tangent
-        results.append((to_numpy(out), to_numpy(x.grad), to_numpy(tan)))
-    assert not swapped.flags.c_contiguous
-    assert_close(results[0][0], np.asarray(row.ref(swapped.copy())), rtol=1e-12, atol=1e-12)
-    for mine, contiguous in zip(results[0], results[1]):
-        assert_close(mine, contiguous, rtol=1e-12, atol=1e-12, msg=row.name)
-
 
 # -- helpers for the PyTorch comparisons -----------------------------------------------------------
 

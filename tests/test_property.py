@@ -19,12 +19,13 @@ import traceback
 import numpy as np
 import pytest
 
+import lucid
 import op_table as T
 from program_checks import (INCONCLUSIVE, check_directional, check_first_order, check_forward,
                             check_second_order)
 from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
                              run_lucid)
-from row_source import lambda_body
+from row_source import row_code
 
 # lucid's mean of a 0-size tensor goes through NumPy, which warns; the values are what is checked
 pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
@@ -38,7 +39,7 @@ MAX_REPORTS = 3
 ROWS = [spec for spec in T.OPS if spec.property]
 GRADGRAD_ROWS = [spec for spec in ROWS if spec.gradgrad]
 for _spec in ROWS:
-    lambda_body(_spec.fn)           # each row's source is read now, once
+    row_code(_spec.fn, [f"x{i}" for i in range(_spec.arity)])  # each row's source is read now, once
 
 
 def _report(kind, stats, failures):
@@ -91,7 +92,7 @@ def _checked(check, prog, rng):
         return check(prog, rng)
     except StepError as e:
         return (f"lucid raised in a random program (seed {prog.seed}) where NumPy computes a "
-                f"value: {e}\n" + render(e.prog, np.float64, [
+                f"value: {e}\n" + render(e.prog, e.np_dtypes, [
                     f"# raises {type(e.error).__name__}: {e.error}"]))
     except Exception as e:
         return (f"lucid raised {type(e).__name__}: {e} in a random program (seed {prog.seed})\n"
@@ -177,6 +178,18 @@ def test_printed_programs_run_and_give_the_same_values(np_dtype):
                     [st for st, n in zip(want.strides, want.shape) if n > 1], leaf.name
             noncontiguous += not arr.flags.c_contiguous
     assert noncontiguous > 0
+
+
+def test_every_row_prints_as_code_that_runs_alone():
+    # the printed code of a row needs nothing but numpy and lucid, and computes what fn computes
+    for spec in ROWS:
+        rng = np.random.default_rng([SEED, 5])
+        args = [lucid.tensor(T.sample(rng, s, d)) for s, d in zip(spec.shapes[0], spec.domains)]
+        names = [f"x{i}" for i in range(spec.arity)]
+        code = T.joined_code(spec, row_code(spec.fn, names))
+        got = eval(code, {"np": np, "lucid": lucid, **dict(zip(names, args))})
+        want = T.joined(spec)[0](*args)
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"{spec.name}: {code}")
 
 
 def _tripled_gradient(x):
