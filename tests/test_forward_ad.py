@@ -1,11 +1,9 @@
 """Forward-mode AD (lucid.autograd.forward_ad): every op's jvp, the dual-level API, in-place
 ops and views of duals, custom Functions, and forward/reverse composition.
 
-The op rows come from the op tables (tests/op_table.py, and tests/op_table_full.py while it
-exists); each row's forward-mode Jacobian is compared with central finite differences by
+The op rows come from the one op table (tests/op_table.py); each row's forward-mode Jacobian is compared with central finite differences by
 gradcheck(check_forward_ad=True) in float64.
 """
-import importlib
 import threading
 
 import numpy as np
@@ -21,18 +19,8 @@ import op_table
 
 def _table_cases():
     """(id, spec, shapes, sample) for each row that has a forward-mode derivative."""
-    out = []
-    tables = [op_table]
-    try:
-        tables.append(importlib.import_module("op_table_full"))
-    except ImportError:
-        pass                                 # merged into op_table.py
-    for table in tables:
-        sample = getattr(table, "sample", op_table.sample)
-        for case_id, spec, shapes in table.cases():
-            if getattr(spec, "forward_ad", True):
-                out.append((case_id, spec, shapes, sample))
-    return out
+    return [(case_id, spec, shapes, op_table.sample) for case_id, spec, shapes in op_table.cases()
+            if spec.forward_ad]
 
 
 TABLE_CASES = _table_cases()
