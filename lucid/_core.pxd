@@ -17,7 +17,7 @@ cimport numpy as cnp
 # ABI guard
 # ------------------------------------------------------------------------------------------------
 cdef enum:
-    ABI_VERSION = 2                             # bumped by every change to a field or cdef method
+    ABI_VERSION = 3                             # bumped by every change to a field or cdef method
 
 # A native op's module calls check_abi(ABI_VERSION) at import: it raises ImportError naming both
 # versions when the lucid it runs against was built with another layout.
@@ -44,6 +44,14 @@ cdef class Storage:
 # ------------------------------------------------------------------------------------------------
 # Tensor
 # ------------------------------------------------------------------------------------------------
+cdef class TensorExtra:
+    # rarely used per-tensor state, made on first need (tensor_extra), so plain tensors stay small
+    cdef object fw_grad                         # forward-mode tangent (forward_ad), or None
+    cdef int fw_level                           # the dual level fw_grad belongs to (0: none)
+    cdef bint inference                         # made under inference_mode: never requires grad
+    cdef dict hooks                             # leaf hooks {handle id: fn}, or None
+
+
 cdef class Tensor:
     cdef object data                            # the values (always an ndarray, 0-d included)
     cdef Storage _storage                       # version counter; made on first need (None before)
@@ -54,13 +62,9 @@ cdef class Tensor:
     cdef bint _wrapped_number                   # made from a Python scalar (lowest promotion rank)
     cdef object _grad                           # Tensor or None
     cdef object _grad_accumulator               # weakref to this leaf's AccumulateGrad, or None
-    cdef dict _hooks                            # leaf hooks {handle id: fn}, or None
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
     cdef int64_t _view_version                  # storage's graph_version when the view was taken
-    cdef object _fw_grad                        # forward-mode tangent(s) (forward_ad), or None
-    cdef int _fw_level                          # the dual level _fw_grad belongs to (0: none)
-    cdef bint _inference                        # made under inference_mode: never requires grad
-    cdef object _extra                          # reserved side object for rarely used state, or None
+    cdef TensorExtra _extra                     # tangent, inference flag, leaf hooks; or None
     cdef object __weakref__
 
     cdef Storage storage(self)                  # the storage, made if missing

@@ -323,8 +323,8 @@ cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumul
     cdef NodeExtra extra = node.extra
     if type(node) is AccumulateGrad:
         t = (<AccumulateGrad>node).variable
-        if t._hooks and out[0] is not None:
-            out[0] = run_hooks(t._hooks, <Tensor>out[0], "a leaf tensor", node)
+        if t._extra is not None and t._extra.hooks and out[0] is not None:
+            out[0] = run_hooks(t._extra.hooks, <Tensor>out[0], "a leaf tensor", node)
     if extra is not None and extra.tensor_pre_hooks:
         for slot, hooks in extra.tensor_pre_hooks.items():
             if out[slot] is not None and hooks:
@@ -484,7 +484,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
             outs = None
             if any_grad:
                 if node.extra is not None or (
-                        type(node) is AccumulateGrad and (<AccumulateGrad>node).variable._hooks):
+                        type(node) is AccumulateGrad and has_leaf_hooks((<AccumulateGrad>node).variable)):
                     grads = run_pre_hooks(node, grads, create_graph, accumulate)
                     owned = 0
                 if state & EXEC_CAPTURE:

@@ -1,8 +1,8 @@
 # Forward-mode AD: dual levels, tangents on tensors, and the helpers every op's jvp rule uses.
 #
 # Note [Forward mode]
-#   A tensor's tangent lives in its _fw_grad slot, stamped with the dual level it was made in
-#   (_fw_level). A level is active per thread (lucid_fw_level, a C thread-local holding the
+#   A tensor's tangent lives in its TensorExtra (fw_grad), stamped with the dual level it was
+#   made in (fw_level). A level is active per thread (lucid_fw_level, a C thread-local holding the
 #   level's id; 0 when none): a tangent whose stamp is not the active level is not there, so
 #   leaving a level drops every tangent made in it at once. Each op, after computing its output,
 #   checks one flag (fw_active) and only then reads its inputs' tangents and runs its jvp rule.
@@ -32,16 +32,19 @@ cdef inline bint fw_active() noexcept nogil:
 
 cdef inline Tensor tangent_of(Tensor t):
     """t's tangent at the active level, or None."""
-    if t._fw_grad is None or t._fw_level != lucid_fw_level or lucid_fw_level == 0:
+    cdef TensorExtra e = t._extra
+    if e is None or e.fw_grad is None or e.fw_level != lucid_fw_level or lucid_fw_level == 0:
         return None
-    return <Tensor>t._fw_grad
+    return <Tensor>e.fw_grad
 
 
 cdef inline void set_tangent(Tensor t, Tensor tangent):
     """Give t a tangent at the active level (None: nothing)."""
+    cdef TensorExtra e
     if tangent is not None:
-        t._fw_grad = tangent
-        t._fw_level = lucid_fw_level
+        e = tensor_extra(t)
+        e.fw_grad = tangent
+        e.fw_level = lucid_fw_level
 
 
 cdef inline long suspend_fw() noexcept nogil:

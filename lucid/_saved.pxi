@@ -87,9 +87,9 @@ cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
         s.saved_version = s.out_storage.version
         s.out_requires_grad = t.requires_grad_c()
         s.output_nr = t._output_nr
-        if t._fw_grad is not None:       # ops give an output its tangent before saving it
-            s.fw_tangent = <Tensor>t._fw_grad
-            s.fw_level = t._fw_level
+        if t._extra is not None and t._extra.fw_grad is not None:
+            s.fw_tangent = <Tensor>t._extra.fw_grad  # ops give an output its tangent first
+            s.fw_level = t._extra.fw_level
     else:
         s.tensor = t
         s.saved_version = t.version()

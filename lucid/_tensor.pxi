@@ -114,7 +114,7 @@ cdef class Tensor:
                 return self
             raise RuntimeError("requires_grad can only be changed on leaf tensors; use "
                                ".detach() to get a tensor that does not require grad")
-        if flag and self._inference:
+        if flag and is_inference(self):
             if lucid_inference_on:       # nothing records in the mode anyway (torch accepts it)
                 return self
             raise RuntimeError("this tensor was made under lucid.inference_mode() and can never "
@@ -200,7 +200,8 @@ cdef class Tensor:
         """A tensor sharing this one's memory and version counter, outside the graph."""
         cdef Tensor t = wrap(self.data)
         t._storage = self.storage()          # not a view: it has no history to go stale
-        t._inference = t._inference or self._inference
+        if is_inference(self):
+            tensor_extra(t).inference = True
         return t
 
     def detach_(self):
@@ -231,11 +232,14 @@ cdef class Tensor:
         check_not_stale(self)
         cdef dict hooks
         cdef NodeExtra extra
+        cdef TensorExtra leaf_extra
         gc_track(self)                   # Note [GC tracking]: the hook may capture self
         if self._grad_fn is None:
-            if self._hooks is None:
-                self._hooks = {}
-            hooks = self._hooks
+            leaf_extra = tensor_extra(self)
+            gc_track(leaf_extra)         # the hooks live here
+            if leaf_extra.hooks is None:
+                leaf_extra.hooks = {}
+            hooks = leaf_extra.hooks
         else:
             extra = self._grad_fn.get_extra()
             if extra.tensor_pre_hooks is None:
@@ -896,7 +900,7 @@ cdef class Tensor:
 
     def is_inference(self):
         """True for a tensor made under lucid.inference_mode()."""
-        return self._inference
+        return is_inference(self)
 
 
 cdef Py_ssize_t _hook_counter = 0
@@ -933,13 +937,31 @@ cdef RemovableHandle add_hook(dict hooks, object fn):
     return handle
 
 
+cdef TensorExtra tensor_extra(Tensor t):
+    """t's rarely used state, made on first need (untracked: Note [GC tracking]; register_hook
+    tracks it when hooks go in)."""
+    if t._extra is None:
+        t._extra = TensorExtra.__new__(TensorExtra)
+        gc_untrack(t._extra)
+    return t._extra
+
+
+cdef inline bint is_inference(Tensor t) noexcept:
+    """Was t made under inference_mode (or derived from such a tensor)?"""
+    return t._extra is not None and t._extra.inference
+
+
+cdef inline bint has_leaf_hooks(Tensor t) noexcept:
+    return t._extra is not None and bool(t._extra.hooks)
+
+
 cdef Tensor wrap(object array):
     cdef Tensor t = Tensor.__new__(Tensor)
     gc_untrack(t)                        # Note [GC tracking]
     # NumPy hands back scalars from 0-d work; the typed code behind a Tensor needs an ndarray
-    t.data = array if type(array) is np.ndarray else np.asarray(array)
+    t.data = array if type(array) is cnp.ndarray else np.asarray(array)
     if rare_modes and lucid_inference_on:     # Note [Rare modes]
-        t._inference = True
+        tensor_extra(t).inference = True
     return t
 
 
@@ -947,11 +969,12 @@ cdef Tensor wrap_like_view(object array, Tensor base):
     """A tensor over array, a view of base's memory: they share the version counter."""
     cdef Tensor t = Tensor.__new__(Tensor)
     gc_untrack(t)                        # Note [GC tracking]
-    t.data = array if type(array) is np.ndarray else np.asarray(array)
+    t.data = array if type(array) is cnp.ndarray else np.asarray(array)
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
     t._view_version = t._storage.graph_version
-    t._inference = base._inference or (rare_modes != 0 and lucid_inference_on != 0)
+    if is_inference(base) or (rare_modes != 0 and lucid_inference_on != 0):
+        tensor_extra(t).inference = True
     return t
 
 
@@ -979,7 +1002,7 @@ cdef Tensor operand(object x, str op):
     cdef Tensor t = scalar_operand(x)
     if t is not None:
         return t
-    if isinstance(x, np.ndarray):
+    if isinstance(x, cnp.ndarray):
         if x.dtype not in _SUPPORTED:
             raise TypeError(f"{op}: unsupported array dtype {x.dtype}")
         return wrap(x)
@@ -1033,7 +1056,7 @@ def tensor_repr(Tensor t):
 
 def from_numpy(array):
     """A tensor sharing array's memory and dtype."""
-    if not isinstance(array, np.ndarray):
+    if not isinstance(array, cnp.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     if array.dtype not in _SUPPORTED:
         raise TypeError(f"from_numpy: unsupported dtype {array.dtype}; lucid supports float32, "

@@ -78,6 +78,7 @@ reachable = {
     "FunctionCtx": lucid.autograd.FunctionCtx,
     "RemovableHandle": type(handle),
     "NodeExtra": getattr(_core, "NodeExtra", None),
+    "TensorExtra": getattr(_core, "TensorExtra", None),
     "SavedTensor": getattr(_core, "SavedTensor", None),
 }
 cls = reachable[which]
@@ -122,7 +123,7 @@ print("OK")
 @pytest.mark.parametrize("which", [
     "Storage", "MulBackward", "MulScalarBackward", "SumBackward", "AccumulateGrad", "Node",
     "ScaleBackward", "PythonBackwardNode", "FunctionCtx", "RemovableHandle", "NodeExtra",
-    "SavedTensor",
+    "TensorExtra", "SavedTensor",
 ])
 def test_cdef_class_new_then_every_public_member(which):
     """Guard next to the Tensor.__new__ fix: every other cdef class a user can reach (types of
@@ -143,6 +144,7 @@ objects = {
     "RemovableHandle": lambda: x.register_hook(lambda g: g),
     "Storage": lambda: lucid.Storage.__new__(lucid.Storage),
     "NodeExtra": lambda: _core.NodeExtra.__new__(_core.NodeExtra),
+    "TensorExtra": lambda: _core.TensorExtra.__new__(_core.TensorExtra),
 }
 obj = objects[which]()
 try:
@@ -153,7 +155,7 @@ print("OK")
 """
 
 
-@pytest.mark.parametrize("which", ["RemovableHandle", "Storage", "NodeExtra"])
+@pytest.mark.parametrize("which", ["RemovableHandle", "Storage", "NodeExtra", "TensorExtra"])
 @pytest.mark.parametrize("state", ["()", "(None,)"])
 def test_setstate_with_a_malformed_state_does_not_crash(which, state):
     """obj.__setstate__(()) on a hook handle (or a Storage / NodeExtra) must raise a Python

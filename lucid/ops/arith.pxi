@@ -419,7 +419,7 @@ cdef object compare(Tensor self, object other, int op):
     """Elementwise comparison: a bool tensor outside the graph."""
     cdef Tensor b = scalar_operand(other) if not isinstance(other, Tensor) else <Tensor>other
     if b is None:
-        if isinstance(other, np.ndarray):
+        if isinstance(other, cnp.ndarray):
             b = wrap(other)
         else:
             return NotImplemented

@@ -215,7 +215,7 @@ def take_along_dim(Tensor input, indices, dim=None):
 cdef object bool_mask(object mask, str op):
     """mask's bool ndarray; TypeError for anything else."""
     cdef object arr = (<Tensor>mask).data if isinstance(mask, Tensor) else \
-        mask if isinstance(mask, np.ndarray) else None
+        mask if isinstance(mask, cnp.ndarray) else None
     if arr is None:
         raise TypeError(f"{op}: mask must be a bool tensor, not {type(mask).__name__}")
     if arr.dtype != bool_:

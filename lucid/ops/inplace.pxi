@@ -35,7 +35,7 @@ cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
 
 cdef object memory_owner(object arr):
     """The ndarray at the root of arr's chain of views (the one holding or wrapping the memory)."""
-    while isinstance(arr.base, np.ndarray):
+    while isinstance(arr.base, cnp.ndarray):
         arr = arr.base
     return arr
 

@@ -20,7 +20,7 @@ cdef object array_ufunc(object ufunc, str method, tuple inputs, dict kwargs):
     computes into them from the tensors' values, as the caller asked."""
     cdef object out = kwargs.get("out")
     if out is not None:
-        if len(kwargs) == 1 and all(isinstance(o, np.ndarray) for o in out):
+        if len(kwargs) == 1 and all(isinstance(o, cnp.ndarray) for o in out):
             arrays = tuple(np.asarray(x) if isinstance(x, Tensor) else x for x in inputs)
             return getattr(ufunc, method)(*arrays, out=out)
         return NotImplemented
