@@ -122,19 +122,17 @@ cdef class NodeExtra:
 
 cdef class Node:
     # graph
+    # (the fields are ordered so that the ints pack: a node's size is W10's bytes per node)
     cdef Edge* next_edges                       # one edge per forward input
-    cdef Py_ssize_t num_inputs                  # number of edges
-    cdef Py_ssize_t num_outputs                 # number of forward outputs (gradient slots)
+    cdef int num_inputs                         # number of edges
+    cdef int num_outputs                        # number of forward outputs (gradient slots)
     cdef Edge _inline_edges[2]                  # storage for nodes with <= 2 inputs
-    cdef tuple input_meta                       # per input (shape, dtype), for nodes that check
-    cdef tuple output_meta                      # per output (shape, dtype), to make zero grads
-    cdef list saved                             # generic saved-tensor slots (SavedTensor)
     # engine bookkeeping (per traversal; saved and restored by re-entrant traversals)
-    cdef Py_ssize_t dependencies                # edges from not-yet-run nodes of this traversal
+    cdef int dependencies                       # edges from not-yet-run nodes of this traversal
+    cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
     cdef uint64_t epoch                         # traversal that last touched this node
     cdef object buffer                          # pending gradient: Tensor (1 output) or list
     cdef uint64_t buffer_owned                  # bit i: slot i's buffer was allocated by the engine
-    cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
     # identity and diagnostics
     cdef readonly int64_t sequence_nr           # creation order (newer nodes are larger)
     cdef NodeExtra extra                        # hooks, retain_grad, anomaly trace; None if none

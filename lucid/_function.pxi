@@ -93,6 +93,8 @@ cdef class PythonBackwardNode(Node):
     cdef readonly FunctionCtx ctx             # the ctx the Function's forward filled
     cdef readonly object function             # the Function subclass
     cdef object backward_fn                   # its backward (None if it has none)
+    cdef tuple input_meta                     # per input (shape, dtype) or None: checks gradients
+    cdef tuple output_meta                    # per output (shape, dtype) or None: zero gradients
 
     def __dealloc__(self):
         if self.ctx is not None:

@@ -37,6 +37,8 @@ cdef class Node:
         cdef Py_ssize_t i
         if self.num_inputs != 0:
             raise RuntimeError("a node's edges are set once")
+        if n < 0 or n > INT_MAX:
+            raise ValueError(f"a node takes 0 to {INT_MAX} inputs, not {n}")
         if n > 2:
             self.next_edges = <Edge*>PyMem_Malloc(n * sizeof(Edge))
             if self.next_edges == NULL:
@@ -65,7 +67,7 @@ cdef class Node:
         raise NotImplementedError(f"{self.name()} does not implement forward-mode AD (jvp)")
 
     cdef void release_saved(self):
-        self.saved = None
+        pass
 
     cdef NodeExtra get_extra(self):
         if self.extra is None:
