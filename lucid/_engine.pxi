@@ -118,6 +118,24 @@ cdef inline void init_node(Node node, uint64_t epoch, list saved_states, int exe
     node.exec_state = exec_state
 
 
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) nogil
+
+
+cdef inline void prefetch_children(Node node) noexcept:
+    """Ask for the cache lines of node's children before node's backward runs: on a graph larger
+    than the caches (W10 at 10^6 nodes) the child is then read from memory while the apply works,
+    not after it. The first three lines hold the fields the engine reads."""
+    cdef Py_ssize_t i
+    cdef char* p
+    for i in range(node.num_inputs):
+        p = <char*>node.next_edges[i].node
+        if p != NULL:
+            __builtin_prefetch(p)
+            __builtin_prefetch(p + 64)
+            __builtin_prefetch(p + 128)
+
+
 cdef struct NodeStack:
     PyObject** items        # borrowed: every node on it is held by the traversal's node list
     Py_ssize_t size
@@ -437,6 +455,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef uint64_t owned
     cdef bint previous_mode = set_grad_enabled_c(create_graph)
     cdef int64_t started = 0, started_node = 0
+    cdef bint completed = False
     if profiling:
         counters.backward_calls += 1
         started = now_ns()
@@ -470,6 +489,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 stack_push(&ready, <PyObject*>node)
         while ready.size:
             node = stack_pop(&ready)
+            prefetch_children(node)
             buf = node.buffer
             owned = node.buffer_owned
             node.buffer = None
@@ -541,11 +561,13 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 child.dependencies -= 1
                 if child.dependencies == 0:
                     stack_push(&ready, <PyObject*>child)
+        completed = True
         return captured
     finally:
         PyMem_Free(ready.items)
-        for node in nodes:
-            node.buffer = None
+        if not completed:                  # every node run cleared its own buffer
+            for node in nodes:
+                node.buffer = None
         if saved_states is not None:
             for state_tuple in reversed(saved_states):
                 node = <Node>state_tuple[0]
