@@ -46,7 +46,8 @@ enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
             const T* g, const T* y, T* o, long n) {                                         \
         for (long i = 0; i < n; i++) o[i] = g[i] * y[i] * ((T)1 - y[i]);                     \
     }                                                                                        \
-    LUCID_CLONES static double lucid_sum_##SUFFIX(const T* a, long n) {                     \
+    /* inlined into each clone of its callers (here and in _reduce_loops.h) */              \
+    static inline double lucid_sum_body_##SUFFIX(const T* a, long n) {                      \
         double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                            \
         long i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                           \
@@ -55,6 +56,9 @@ enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
                        ((acc[2] + acc[6]) + (acc[3] + acc[7]));                              \
         for (; i < n; i++) total += (double)a[i];                                            \
         return total;                                                                        \
+    }                                                                                        \
+    LUCID_CLONES static double lucid_sum_##SUFFIX(const T* a, long n) {                     \
+        return lucid_sum_body_##SUFFIX(a, n);                                                \
     }
 
 LUCID_LOOPS(float, f32)

@@ -1,0 +1,76 @@
+/* lucid/_reduce_loops.h -- sum, max and min over one block of adjacent dims of a C-contiguous
+   array, seen as (outer, n, inner) and reduced over n (lucid/_fast_reduce.pxi calls them).
+
+   NumPy reduces a short axis slowly: summing the 10-wide rows of a (1797, 10) float64 array
+   costs it ~26 us and their max ~54 us (an inner loop of 10 started 1797 times), summing its
+   columns ~23 us. These loops cost a few microseconds for the same work. A row (inner == 1) is
+   summed by lucid_sum's eight double accumulators (_loops.h); columns (inner > 1) are
+   summed row after row into a double accumulator per column, starting from the first row, so
+   float64 columns add in NumPy's order. float32 is summed in double and rounded once. Max and
+   min propagate NaN as NumPy does: a NaN element wins, and a NaN extreme stays. */
+#ifndef LUCID_REDUCE_LOOPS_H
+#define LUCID_REDUCE_LOOPS_H
+
+#include "_loops.h"
+
+#define LUCID_REDUCE_LOOPS(T, SUFFIX)                                                        \
+    /* o[r, j] = scale * sum_i a[r, i, j]; acc holds inner doubles (unused when inner == 1) */ \
+    LUCID_CLONES static void lucid_sum_mid_##SUFFIX(                                        \
+            const T* a, long outer, long n, long inner, double scale, T* o, double* acc) {  \
+        for (long r = 0; r < outer; r++) {                                                   \
+            const T* block = a + r * n * inner;                                              \
+            if (inner == 1) {                                                                \
+                o[r] = (T)(lucid_sum_body_##SUFFIX(block, n) * scale);                       \
+                continue;                                                                    \
+            }                                                                                \
+            for (long j = 0; j < inner; j++) acc[j] = (double)block[j];                      \
+            for (long i = 1; i < n; i++) {                                                   \
+                const T* row = block + i * inner;                                            \
+                for (long j = 0; j < inner; j++) acc[j] += (double)row[j];                   \
+            }                                                                                \
+            T* out = o + r * inner;                                                          \
+            for (long j = 0; j < inner; j++) out[j] = (T)(acc[j] * scale);                   \
+        }                                                                                    \
+    }                                                                                        \
+    /* o[r, j] = max_i (is_max) or min_i a[r, i, j]; n >= 1 */                               \
+    LUCID_CLONES static void lucid_extreme_mid_##SUFFIX(                                    \
+            const T* a, long outer, long n, long inner, int is_max, T* o) {                 \
+        for (long r = 0; r < outer; r++) {                                                   \
+            const T* block = a + r * n * inner;                                              \
+            T* out = o + r * inner;                                                          \
+            if (inner == 1) {                                                                \
+                T m = block[0];                                                              \
+                if (is_max)                                                                  \
+                    for (long i = 1; i < n; i++) {                                           \
+                        T x = block[i];                                                      \
+                        m = (x > m || x != x) ? x : m;                                       \
+                    }                                                                        \
+                else                                                                         \
+                    for (long i = 1; i < n; i++) {                                           \
+                        T x = block[i];                                                      \
+                        m = (x < m || x != x) ? x : m;                                       \
+                    }                                                                        \
+                out[0] = m;                                                                  \
+                continue;                                                                    \
+            }                                                                                \
+            for (long j = 0; j < inner; j++) out[j] = block[j];                              \
+            for (long i = 1; i < n; i++) {                                                   \
+                const T* row = block + i * inner;                                            \
+                if (is_max)                                                                  \
+                    for (long j = 0; j < inner; j++) {                                       \
+                        T x = row[j], m = out[j];                                            \
+                        out[j] = (x > m || x != x) ? x : m;                                  \
+                    }                                                                        \
+                else                                                                         \
+                    for (long j = 0; j < inner; j++) {                                       \
+                        T x = row[j], m = out[j];                                            \
+                        out[j] = (x < m || x != x) ? x : m;                                  \
+                    }                                                                        \
+            }                                                                                \
+        }                                                                                    \
+    }
+
+LUCID_REDUCE_LOOPS(float, f32)
+LUCID_REDUCE_LOOPS(double, f64)
+
+#endif
