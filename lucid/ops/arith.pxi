@@ -345,13 +345,19 @@ cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b):
 cdef Tensor binary_op(int op, object x, object y):
     """The forward of every binary arithmetic op: promote, compute, record."""
     cdef Tensor a, b
-    # fast paths: tensor (op) Python number, and two same-shape tensors of one float dtype
+    cdef object arr
+    # fast paths: tensor (op) Python number, and two tensors of one float dtype of the same
+    # shape, or one broadcast over a block of the other's dims
     if type(x) is Tensor:
         a = <Tensor>x
         if type(y) is Tensor:
             b = <Tensor>y
             if op != OP_POW and fast_pair(a.data, b.data):
                 return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b)
+            if op != OP_POW:                     # one stretched over a block of the other
+                arr = fast_broadcast(op, a.data, b.data)
+                if arr is not None:
+                    return record_binary(op, wrap(arr), a, b)
         elif is_number(y) and is_float_dtype(descr(a.data)):
             return scalar_op(op, a, y, False)
     elif type(y) is Tensor and is_number(x) and is_float_dtype(descr((<Tensor>y).data)):

@@ -70,9 +70,16 @@ cdef class IndexBackwardBackward(Node):
 
 
 cpdef Tensor index_backward(Tensor g, tuple shape, object key):
-    """zeros(shape) with g added at key (repeated indices accumulate)."""
-    cdef object arr = np.zeros(shape, dtype=g.data.dtype)
-    np.add.at(arr, key, g.data)
+    """zeros(shape) with g added at key (repeated indices accumulate); key has indexed an array
+    of shape already. A basic key picks each place once, so g is assigned; integer arrays on
+    the leading dims are scattered by a typed loop; other keys take np.add.at."""
+    cdef object arr = fast_scatter_rows(g.data, shape, key)
+    if arr is None:
+        arr = np.zeros(shape, dtype=g.data.dtype)
+        if is_basic(key):
+            arr[key] = g.data
+        else:
+            np.add.at(arr, key, g.data)
     cdef Tensor out = wrap(arr)
     cdef IndexBackwardBackward node
     if fw_active():                      # linear in g (forward-over-reverse through x[idx])

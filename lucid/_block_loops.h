@@ -1,5 +1,6 @@
-/* lucid/_reduce_loops.h -- sum, max and min over one block of adjacent dims of a C-contiguous
-   array, seen as (outer, n, inner) and reduced over n (lucid/_fast_reduce.pxi calls them).
+/* lucid/_block_loops.h -- loops over one block of adjacent dims of a C-contiguous array seen as
+   (outer, n, inner): its sum, max and min over n, and arithmetic with an (outer, 1, inner)
+   operand stretched over n by broadcasting (lucid/_fast_block.pxi calls them).
 
    NumPy reduces a short axis slowly: summing the 10-wide rows of a (1797, 10) float64 array
    costs it ~26 us and their max ~54 us (an inner loop of 10 started 1797 times), summing its
@@ -7,13 +8,21 @@
    summed by lucid_sum's eight double accumulators (_loops.h); columns (inner > 1) are
    summed row after row into a double accumulator per column, starting from the first row, so
    float64 columns add in NumPy's order. float32 is summed in double and rounded once. Max and
-   min propagate NaN as NumPy does: a NaN element wins, and a NaN extreme stays. */
-#ifndef LUCID_REDUCE_LOOPS_H
-#define LUCID_REDUCE_LOOPS_H
+   min propagate NaN as NumPy does: a NaN element wins, and a NaN extreme stays.
+
+   NumPy's broadcasting arithmetic has the same short-inner-loop cost: adding a bias of 10 to
+   the (1797, 10) logits, or subtracting their (1797, 1) row max, costs it ~9 us each.
+
+   The scatter adds rows of a trailing block at given row numbers, in order: the gradient of
+   x[i, j] with index arrays (np.add.at's result and order, without its ~15 us of machinery for
+   1797 picks). */
+#include <stddef.h>
+#ifndef LUCID_BLOCK_LOOPS_H
+#define LUCID_BLOCK_LOOPS_H
 
 #include "_loops.h"
 
-#define LUCID_REDUCE_LOOPS(T, SUFFIX)                                                        \
+#define LUCID_BLOCK_LOOPS(T, SUFFIX)                                                        \
     /* o[r, j] = scale * sum_i a[r, i, j]; acc holds inner doubles (unused when inner == 1) */ \
     LUCID_CLONES static void lucid_sum_mid_##SUFFIX(                                        \
             const T* a, long outer, long n, long inner, double scale, T* o, double* acc) {  \
@@ -68,9 +77,32 @@
                     }                                                                        \
             }                                                                                \
         }                                                                                    \
+    }                                                                                        \
+    /* o[r, i, j] = a[r, i, j] (op) s[r, j] (RSUB, RDIV: s first), an enum FastOp */         \
+    LUCID_CLONES static void lucid_binary_block_##SUFFIX(                                   \
+            int op, const T* a, const T* s, T* o, long outer, long n, long inner) {         \
+        for (long r = 0; r < outer; r++) {                                                   \
+            const long start = r * n * inner;                                                \
+            if (inner == 1) {                                                                \
+                lucid_scalar_body_##SUFFIX(op, a + start, s[r], o + start, n);               \
+                continue;                                                                    \
+            }                                                                                \
+            for (long i = 0; i < n; i++)                                                     \
+                lucid_binary_body_##SUFFIX(op, a + start + i * inner, s + r * inner,         \
+                                           o + start + i * inner, inner);                    \
+        }                                                                                    \
+    }                                                                                        \
+    /* o[rows[i], :] += g[i, :] for i in order; o is (?, inner), g is (m, inner) */          \
+    LUCID_CLONES static void lucid_scatter_rows_##SUFFIX(                                   \
+            T* o, const ptrdiff_t* rows, const T* g, long m, long inner) {                  \
+        for (long i = 0; i < m; i++) {                                                       \
+            T* dst = o + rows[i] * inner;                                                    \
+            const T* src = g + i * inner;                                                    \
+            for (long j = 0; j < inner; j++) dst[j] += src[j];                               \
+        }                                                                                    \
     }
 
-LUCID_REDUCE_LOOPS(float, f32)
-LUCID_REDUCE_LOOPS(double, f64)
+LUCID_BLOCK_LOOPS(float, f32)
+LUCID_BLOCK_LOOPS(double, f64)
 
 #endif

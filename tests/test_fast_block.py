@@ -1,8 +1,9 @@
-"""The typed reductions over one block of adjacent dims (lucid/_reduce_loops.h): sum, mean,
-amax/amin and the broadcast gradient's sum_to, against NumPy in float32 and float64. The typed
-path takes a C-contiguous float32/float64 input reduced over adjacent dims; the NumPy path takes
-the rest (strided input, dims with a gap, integers, empty tensors), and both are checked.
-amax/amin build their tie-sharing weight from the saved input when backward runs."""
+"""The typed loops over one block of adjacent dims (lucid/_block_loops.h) against NumPy in float32
+and float64: the reductions sum, mean, amax/amin and the broadcast gradient's sum_to, and binary
+arithmetic with one operand broadcast over a block of the other's dims. The typed path takes
+C-contiguous float32/float64 data reduced over (or stretched over) adjacent dims; the NumPy path
+takes the rest (strided input, dims with a gap, integers, mixed dtypes, empty tensors), and both
+are checked. amax/amin build their tie-sharing weight from the saved input when backward runs."""
 import numpy as np
 import pytest
 
@@ -164,3 +165,72 @@ def test_broadcast_gradient_gradcheck_in_float64():
     fn = lambda x, y: (x * y + x) * 2.0
     assert gradcheck(fn, (x, y))
     assert gradgradcheck(fn, (x, y))
+
+
+BINARY = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.true_divide)]
+# (big, small): the small one stretched over a block of the big one's dims
+STRETCHED = [((7, 10), (10,)), ((7, 10), (7, 1)), ((7, 10), (1, 10)), ((3, 4, 5), (3, 1, 5)),
+             ((3, 4, 5), (5,)), ((3, 4, 5), (3, 4, 1)), ((3, 4, 5), (1, 1, 5)),
+             ((2, 3, 4, 5), (2, 1, 1, 5)), ((2, 1, 4, 5), (2, 1, 1, 5)), ((4, 5), ()),
+             ((1, 6), (1, 1)), ((0, 5), (5,)), ((3, 17), (3, 1)), ((2, 33), (33,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("big,small", STRETCHED, ids=_ids(STRETCHED))
+@pytest.mark.parametrize("name,ref", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_with_a_stretched_operand_equals_numpy_either_way_round(name, ref, big, small,
+                                                                       dtype):
+    a, b = _data(big, dtype, 1), np.asarray(_data(small, dtype, 2) + dtype(3))
+    x, y = lucid.from_numpy(a.copy()), lucid.from_numpy(b.copy())
+    op = getattr(lucid, name)
+    got = op(x, y)
+    assert got.numpy().dtype == dtype
+    assert_close(got, ref(a, b), rtol=0, atol=0)
+    assert_close(op(y, x), ref(b, a), rtol=0, atol=0)
+    assert np.array_equal(x.numpy(), a) and np.array_equal(y.numpy(), b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("name,ref", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_with_an_expanded_view_equals_numpy(name, ref, dtype):
+    a, b = _data((6, 1, 4), dtype, 1) + dtype(3), _data((6, 5, 4), dtype, 2)
+    e = lucid.from_numpy(a).expand(6, 5, 4)                  # a stride-0 view
+    assert e.numpy().strides[1] == 0
+    op = getattr(lucid, name)
+    assert_close(op(e, lucid.from_numpy(b)), ref(np.broadcast_to(a, b.shape), b), rtol=0, atol=0)
+    assert_close(op(lucid.from_numpy(b), e), ref(b, np.broadcast_to(a, b.shape)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", ["both stretched", "gap", "strided big", "strided small",
+                                  "mixed dtypes", "int64"])
+@pytest.mark.parametrize("name,ref", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_numpy_path_gives_the_same_values(name, ref, case):
+    a, b = _data((4, 5, 6), np.float64, 1), _data((4, 1, 6), np.float64, 2) + 3.0
+    if case == "both stretched":
+        a, b = _data((4, 1, 6), np.float64, 1), _data((1, 5, 6), np.float64, 2) + 3.0
+    elif case == "gap":
+        b = _data((1, 5, 1), np.float64, 2) + 3.0
+    elif case == "strided big":
+        a = _data((6, 5, 4), np.float64, 1).transpose(2, 1, 0)
+    elif case == "strided small":
+        b = (_data((4, 1, 12), np.float64, 2) + 3.0)[:, :, ::2]
+    elif case == "mixed dtypes":
+        b = b.astype(np.float32)
+    else:
+        a, b = (a * 10).astype(np.int64), (b * 10).astype(np.int64)
+    got = getattr(lucid, name)(lucid.from_numpy(a), lucid.from_numpy(b))
+    want = ref(a, b)
+    assert got.numpy().dtype == (np.float32 if want.dtype == np.float64 and name == "div" and
+                                 case == "int64" else want.dtype)
+    assert_close(got, want, rtol=1e-6 if case == "int64" else 0, atol=0)
+
+
+@pytest.mark.parametrize("big,small", [((3, 4), (4,)), ((3, 4), (3, 1)), ((2, 3, 4), (2, 1, 4))])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_binary_with_a_stretched_operand_gradcheck_in_float64(name, big, small):
+    x = lucid.tensor(_data(big, np.float64, 1), requires_grad=True)
+    y = lucid.tensor(_data(small, np.float64, 2) + 3.0, requires_grad=True)
+    fn = lambda x, y: getattr(lucid, name)(x, y) + getattr(lucid, name)(y, x)
+    assert gradcheck(fn, (x, y))
+    assert gradgradcheck(fn, (x, y))
+    assert gradcheck(fn, (x, y), check_forward_ad=True)
