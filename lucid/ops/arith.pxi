@@ -216,7 +216,13 @@ cdef class PowScalarBackward(ScalarBackward):
         if self.scalar == 0:
             return (zero_grad_like(grads[0]),)
         x = self.saved_x.unpack(self)
-        return (mul(grads[0], mul(pow(x, self.scalar - 1), self.scalar)),)
+        cdef Tensor g = grads[0]
+        cdef object twice
+        if self.scalar == 2 and not grad_enabled() and not fw_active() and \
+                fast_pair(g.data, x.data):       # g*(x*2): two typed passes, one buffer
+            twice = fast_scalar(F_MUL, x.data, 2.0)
+            return (wrap(fast_binary(F_MUL, g.data, twice, twice)),)
+        return (mul(g, mul(pow(x, self.scalar - 1), self.scalar)),)
 
 
 cdef class RPowScalarBackward(ScalarBackward):
