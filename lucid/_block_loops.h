@@ -41,40 +41,39 @@
             for (long j = 0; j < inner; j++) out[j] = (T)(acc[j] * scale);                   \
         }                                                                                    \
     }                                                                                        \
-    /* o[r, j] = max_i (is_max) or min_i a[r, i, j]; n >= 1 */                               \
+    /* x if it beats m (is_max: larger, else smaller) or is NaN, else m */                   \
+    static inline T lucid_pick_##SUFFIX(int is_max, T x, T m) {                             \
+        return ((is_max ? x > m : x < m) || x != x) ? x : m;                                 \
+    }                                                                                        \
+    /* o[r, j] = max_i (is_max) or min_i a[r, i, j]; n >= 1. Rows (inner == 1) go eight at a \
+       time, so eight independent chains of compares overlap */                              \
     LUCID_CLONES static void lucid_extreme_mid_##SUFFIX(                                    \
             const T* a, long outer, long n, long inner, int is_max, T* o) {                 \
+        if (inner == 1) {                                                                    \
+            long r = 0;                                                                      \
+            for (; r + 8 <= outer; r += 8) {                                                 \
+                T m[8];                                                                      \
+                for (int k = 0; k < 8; k++) m[k] = a[(r + k) * n];                           \
+                for (long i = 1; i < n; i++)                                                 \
+                    for (int k = 0; k < 8; k++)                                              \
+                        m[k] = lucid_pick_##SUFFIX(is_max, a[(r + k) * n + i], m[k]);        \
+                for (int k = 0; k < 8; k++) o[r + k] = m[k];                                 \
+            }                                                                                \
+            for (; r < outer; r++) {                                                         \
+                T m = a[r * n];                                                              \
+                for (long i = 1; i < n; i++) m = lucid_pick_##SUFFIX(is_max, a[r * n + i], m); \
+                o[r] = m;                                                                    \
+            }                                                                                \
+            return;                                                                          \
+        }                                                                                    \
         for (long r = 0; r < outer; r++) {                                                   \
             const T* block = a + r * n * inner;                                              \
             T* out = o + r * inner;                                                          \
-            if (inner == 1) {                                                                \
-                T m = block[0];                                                              \
-                if (is_max)                                                                  \
-                    for (long i = 1; i < n; i++) {                                           \
-                        T x = block[i];                                                      \
-                        m = (x > m || x != x) ? x : m;                                       \
-                    }                                                                        \
-                else                                                                         \
-                    for (long i = 1; i < n; i++) {                                           \
-                        T x = block[i];                                                      \
-                        m = (x < m || x != x) ? x : m;                                       \
-                    }                                                                        \
-                out[0] = m;                                                                  \
-                continue;                                                                    \
-            }                                                                                \
             for (long j = 0; j < inner; j++) out[j] = block[j];                              \
             for (long i = 1; i < n; i++) {                                                   \
                 const T* row = block + i * inner;                                            \
-                if (is_max)                                                                  \
-                    for (long j = 0; j < inner; j++) {                                       \
-                        T x = row[j], m = out[j];                                            \
-                        out[j] = (x > m || x != x) ? x : m;                                  \
-                    }                                                                        \
-                else                                                                         \
-                    for (long j = 0; j < inner; j++) {                                       \
-                        T x = row[j], m = out[j];                                            \
-                        out[j] = (x < m || x != x) ? x : m;                                  \
-                    }                                                                        \
+                for (long j = 0; j < inner; j++)                                             \
+                    out[j] = lucid_pick_##SUFFIX(is_max, row[j], out[j]);                    \
             }                                                                                \
         }                                                                                    \
     }                                                                                        \

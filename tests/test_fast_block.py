@@ -234,3 +234,17 @@ def test_binary_with_a_stretched_operand_gradcheck_in_float64(name, big, small):
     assert gradcheck(fn, (x, y))
     assert gradgradcheck(fn, (x, y))
     assert gradcheck(fn, (x, y), check_forward_ad=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("small", [(4, 1), (5,), (1, 1)])
+def test_subtracted_broadcast_operand_gets_the_negated_sum(small, dtype):
+    x = lucid.tensor(_data((4, 5), dtype, 1), requires_grad=True)
+    y = lucid.tensor(_data(small, dtype, 2), requires_grad=True)
+    g = _data((4, 5), dtype, 3)
+    (x - y).backward(lucid.tensor(g))
+    axes = (0, 1) if small == (1, 1) else (1,) if small == (4, 1) else (0,)
+    want = -g.astype(np.float64).sum(axis=axes, keepdims=True).reshape(small).astype(dtype)
+    assert y.grad.numpy().dtype == dtype
+    assert_close(y.grad, want, **TOL[dtype])
+    assert_close(x.grad, g, rtol=0, atol=0)

@@ -89,8 +89,12 @@ cdef class SubBackward(BinaryBackward):
     """z = x - y  ->  gx = g, gy = negate_rule = -g"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
-        return self.reduced(g if needs(self, 0) else None,
-                            negate_rule(g, None, None) if needs(self, 1) else None)
+        cdef Tensor gx = None, gy = None
+        if needs(self, 0):
+            gx = reduce_grad(g, self.a_shape, self.a_dtype)
+        if needs(self, 1):               # negated after the reduction: exact, and a smaller array
+            gy = negate_rule(reduce_grad(g, self.b_shape, self.b_dtype), None, None)
+        return (gx, gy)
 
 
 cdef class MulBackward(BinaryBackward):
