@@ -13,9 +13,10 @@
    NumPy's broadcasting arithmetic has the same short-inner-loop cost: adding a bias of 10 to
    the (1797, 10) logits, or subtracting their (1797, 1) row max, costs it ~9 us each.
 
-   The scatter adds rows of a trailing block at given row numbers, in order: the gradient of
-   x[i, j] with index arrays (np.add.at's result and order, without its ~15 us of machinery for
-   1797 picks). */
+   Indexing by integer arrays on the leading dims turns them into row numbers of the trailing
+   block (checked against the dims) and copies those rows out (x[i, j], ~2 us against NumPy's
+   ~5 us for 1797 picks); its gradient adds the rows back at those row numbers, in order
+   (np.add.at's result and order, without its ~15 us of machinery). */
 #include <stddef.h>
 #ifndef LUCID_BLOCK_LOOPS_H
 #define LUCID_BLOCK_LOOPS_H
@@ -91,6 +92,15 @@
                                            o + start + i * inner, inner);                    \
         }                                                                                    \
     }                                                                                        \
+    /* o[i, :] = a[rows[i], :]; a is (?, inner), o is (m, inner) */                          \
+    LUCID_CLONES static void lucid_gather_rows_##SUFFIX(                                    \
+            const T* a, const ptrdiff_t* rows, T* o, long m, long inner) {                  \
+        for (long i = 0; i < m; i++) {                                                       \
+            const T* src = a + rows[i] * inner;                                              \
+            T* dst = o + i * inner;                                                          \
+            for (long j = 0; j < inner; j++) dst[j] = src[j];                                \
+        }                                                                                    \
+    }                                                                                        \
     /* o[rows[i], :] += g[i, :] for i in order; o is (?, inner), g is (m, inner) */          \
     LUCID_CLONES static void lucid_scatter_rows_##SUFFIX(                                   \
             T* o, const ptrdiff_t* rows, const T* g, long m, long inner) {                  \
@@ -100,6 +110,23 @@
             for (long j = 0; j < inner; j++) dst[j] += src[j];                               \
         }                                                                                    \
     }
+
+/* rows[i] = the row number of (idx[0][i], ..., idx[k-1][i]) in C-ordered dims[0..k-1], a
+   negative index counting from the end; 1 (rows unfinished) when one is out of range */
+static int lucid_row_numbers(const ptrdiff_t* const* idx, int k, const ptrdiff_t* dims, long m,
+                             ptrdiff_t* rows) {
+    for (long i = 0; i < m; i++) {
+        ptrdiff_t row = 0;
+        for (int d = 0; d < k; d++) {
+            ptrdiff_t v = idx[d][i];
+            if (v < 0) v += dims[d];
+            if (v < 0 || v >= dims[d]) return 1;
+            row = row * dims[d] + v;
+        }
+        rows[i] = row;
+    }
+    return 0;
+}
 
 LUCID_BLOCK_LOOPS(float, f32)
 LUCID_BLOCK_LOOPS(double, f64)

@@ -10,6 +10,12 @@ cdef extern from "_block_loops.h" nogil:
                                 long n, long inner)
     void lucid_binary_block_f64(int op, const double* a, const double* s, double* o, long outer,
                                 long n, long inner)
+    int lucid_row_numbers(const cnp.npy_intp* const* idx, int k, const cnp.npy_intp* dims,
+                          long m, cnp.npy_intp* rows)
+    void lucid_gather_rows_f32(const float* a, const cnp.npy_intp* rows, float* o, long m,
+                               long inner)
+    void lucid_gather_rows_f64(const double* a, const cnp.npy_intp* rows, double* o, long m,
+                               long inner)
     void lucid_scatter_rows_f32(float* o, const cnp.npy_intp* rows, const float* g, long m,
                                 long inner)
     void lucid_scatter_rows_f64(double* o, const cnp.npy_intp* rows, const double* g, long m,
@@ -162,23 +168,87 @@ cdef object fast_broadcast(int op, object x, object y):
     return out
 
 
-cdef object fast_scatter_rows(object g, tuple shape, object key):
-    """zeros(shape) with g added at key (repeated places accumulating, in order) when key is an
-    integer array, or a tuple of them, on shape's leading dims and g is fast; else None. The
-    key must have indexed an array of shape already (its negative entries wrap)."""
+cdef tuple int_array_parts(object key, tuple shape):
+    """key as a tuple of integer arrays on shape's leading dims (at most 32), or None."""
     cdef tuple parts = key if isinstance(key, tuple) else (key,)
-    cdef Py_ssize_t k = len(parts), inner = 1, i
-    if k == 0 or k > len(shape) or not is_fast(g) or cnp.PyArray_SIZE(<cnp.ndarray>g) == 0:
+    if len(parts) == 0 or len(parts) > len(shape) or len(parts) > 32:
         return None
     for p in parts:
         if type(p) is not np.ndarray or (<cnp.ndarray>p).dtype.kind != "i":
             return None
+    return parts
+
+
+cdef object row_numbers(tuple parts, tuple shape):
+    """The row numbers, on shape's leading dims, that the integer arrays parts pick (negatives
+    counting from the end), when they are C-contiguous intp arrays of one shape: an intp array
+    of that shape; None for other arrays or when an index is out of range."""
+    cdef int k = len(parts), d
+    cdef const cnp.npy_intp* columns[32]
+    cdef cnp.npy_intp dims[32]
+    cdef cnp.ndarray first = <cnp.ndarray>parts[0], p
+    for d in range(k):
+        p = <cnp.ndarray>parts[d]
+        if cnp.PyArray_TYPE(p) != cnp.NPY_INTP or not cnp.PyArray_IS_C_CONTIGUOUS(p) or \
+                not same_shape(p, first):
+            return None
+        columns[d] = <const cnp.npy_intp*>cnp.PyArray_DATA(p)
+        dims[d] = shape[d]
+    cdef object rows = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(first), cnp.PyArray_DIMS(first),
+                                         cnp.NPY_INTP, 0)
+    if lucid_row_numbers(columns, k, dims, cnp.PyArray_SIZE(first),
+                         <cnp.npy_intp*>cnp.PyArray_DATA(<cnp.ndarray>rows)):
+        return None
+    return rows
+
+
+cdef object fast_gather_rows(object x, object key):
+    """x[key] for a fast x and a key of C-contiguous intp arrays of one shape on its leading dims
+    (the typed gather of row_numbers' rows); None for other keys or an out-of-range index (the
+    caller lets NumPy index, and raise)."""
+    if not is_fast(x):
+        return None
+    cdef tuple shape = x.shape
+    cdef tuple parts = int_array_parts(key, shape)
+    if parts is None:
+        return None
+    cdef object rows = row_numbers(parts, shape)
+    if rows is None:
+        return None
+    cdef Py_ssize_t k = len(parts), i
+    cdef long inner = 1
+    for i in range(k, len(shape)):
+        inner *= shape[i]
+    cdef tuple out_shape = rows.shape + shape[k:]
+    cdef object out = np.empty(out_shape, dtype=x.dtype)
+    cdef cnp.ndarray a = <cnp.ndarray>x, r = <cnp.ndarray>rows, o = <cnp.ndarray>out
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        lucid_gather_rows_f64(<double*>cnp.PyArray_DATA(a), <cnp.npy_intp*>cnp.PyArray_DATA(r),
+                              <double*>cnp.PyArray_DATA(o), cnp.PyArray_SIZE(r), inner)
+    else:
+        lucid_gather_rows_f32(<float*>cnp.PyArray_DATA(a), <cnp.npy_intp*>cnp.PyArray_DATA(r),
+                              <float*>cnp.PyArray_DATA(o), cnp.PyArray_SIZE(r), inner)
+    return out
+
+
+cdef object fast_scatter_rows(object g, tuple shape, object key):
+    """zeros(shape) with g added at key (repeated places accumulating, in order) when key is an
+    integer array, or a tuple of them, on shape's leading dims and g is fast; else None. The
+    key must have indexed an array of shape already (its negative entries wrap)."""
+    if not is_fast(g) or cnp.PyArray_SIZE(<cnp.ndarray>g) == 0:
+        return None
+    cdef tuple parts = int_array_parts(key, shape)
+    if parts is None:
+        return None
+    cdef Py_ssize_t k = len(parts), inner = 1, i
     for i in range(len(shape)):
         if shape[i] == 0:
             return None
         if i >= k:
             inner *= shape[i]
-    cdef object rows = np.ravel_multi_index(parts, shape[:k], mode="wrap")
+    cdef object rows = row_numbers(parts, shape)
+    if rows is None:                     # broadcast or int32 arrays
+        rows = np.ravel_multi_index(parts, shape[:k], mode="wrap")
     if rows.shape + shape[k:] != g.shape:
         return None
     cdef cnp.ndarray r = <cnp.ndarray>rows, gg = <cnp.ndarray>g

@@ -44,7 +44,9 @@ cpdef Tensor getitem(Tensor a, object index):
             arr = a.data[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)] \
                 if Ellipsis not in (key if isinstance(key, tuple) else (key,)) else a.data[key]
         else:
-            arr = as_array(a.data[key])
+            arr = fast_gather_rows(a.data, key)
+            if arr is None:
+                arr = as_array(a.data[key])
     except IndexError as e:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                          f"{a.data.shape}: {e}") from None

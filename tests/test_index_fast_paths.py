@@ -1,7 +1,10 @@
-"""The three paths of index_backward (the gradient of x[key] and of the ops that are x[key]):
-integer arrays on the leading dims scattered by the typed loop (lucid/_block_loops.h), basic keys
-assigned, and every other key through np.add.at. Each is checked against np.add.at in float32 and
-float64, with repeated and negative indices, and by gradcheck/gradgradcheck in float64."""
+"""x[key] with integer arrays, and the three paths of index_backward (the gradient of x[key] and
+of the ops that are x[key]). Integer arrays on the leading dims become row numbers (checked,
+negatives from the end) and rows are copied out by a typed loop when the arrays are C-contiguous
+intp of one shape; otherwise NumPy indexes. The gradient scatters those rows back by a typed loop
+(after np.ravel_multi_index for broadcast or int32 arrays); basic keys are assigned; every other
+key goes through np.add.at. Each is checked against NumPy / np.add.at in float32 and float64,
+with repeated and negative indices, and by gradcheck/gradgradcheck in float64."""
 import numpy as np
 import pytest
 
@@ -94,3 +97,27 @@ def test_gather_and_take_along_dim_gradients_accumulate_repeats():
     want = np.zeros((3, 4))
     np.add.at(want, (np.arange(3)[:, None], idx.numpy()), 1.0)
     assert_close(x.grad, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("shape,key", SCATTERED, ids=[f"s{i}" for i in range(len(SCATTERED))])
+def test_integer_array_keys_pick_like_numpy(shape, key, dtype, layout):
+    a = np.random.default_rng(4).standard_normal(shape).astype(dtype)
+    if layout == "transposed":                    # not C-contiguous: NumPy indexes
+        a = np.ascontiguousarray(a.T).T
+    k = key()
+    got = lucid.from_numpy(a)[k]
+    assert got.numpy().dtype == dtype
+    assert_close(got, a[k], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("key", [(np.array([0, 4]),), (ROWS, np.array([0, 1, 2, 3, 5, 0, 0, 0])),
+                                 (np.array([-5]),), (np.array([1]), np.array([-6]))],
+                         ids=["row 4", "col 5", "row -5", "col -6"])
+def test_out_of_range_integer_arrays_raise_index_error(key):
+    a = np.arange(20.0).reshape(4, 5)
+    x = lucid.tensor(a, requires_grad=True)
+    with pytest.raises(IndexError, match="out of range"):
+        x[key]
+    assert np.array_equal(x.detach().numpy(), a) and x.grad is None
