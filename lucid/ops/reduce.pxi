@@ -67,14 +67,11 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
         raise RuntimeError(f"mean: input dtype {dtype_name(dt)} is not floating point; "
                            "convert with .float() first")
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>a.data)
-    cdef Py_ssize_t count = 1
-    for d in dims:
-        count *= a.data.shape[d]
     if dim is None and is_fast(a.data) and n > 0 and ndim_of(a.data) <= 32:
         arr = fast_sum_all(a.data, keepdim, 1.0 / n if is_mean else 1.0)
     elif fast_block_ok(a.data, dims):
         arr = fast_reduce_block(a.data, dims, reduced_shape(a.data.shape, dims, keepdim), R_SUM,
-                                1.0 / count if is_mean else 1.0)
+                                1.0 / reduced_count(a.data.shape, dims) if is_mean else 1.0)
     elif is_mean and n == 0:                 # the mean of nothing is NaN, without NumPy's warning
         arr = np.full(np.sum(a.data, axis=dims, keepdims=keepdim).shape, np.nan, dtype=dt)
     elif is_mean:
@@ -90,7 +87,7 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     if grad_enabled() and a.requires_grad_c():
         if is_mean:
             node = MeanBackward.__new__(MeanBackward)
-            (<MeanBackward>node).count = count
+            (<MeanBackward>node).count = reduced_count(a.data.shape, dims)
         else:
             node = SumBackward.__new__(SumBackward)
         record(node, a, None)
