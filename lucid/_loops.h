@@ -18,25 +18,36 @@
 #define LUCID_CLONES
 #endif
 
-/* the arithmetic of fast_binary / fast_scalar (lucid/_fast.pxi); RSUB and RDIV put s first */
+/* the arithmetic of fast_binary / fast_scalar (lucid/_fast.pxi); RSUB and RDIV put the second
+   operand (b, or s) first */
 enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
 
 #define LUCID_LOOPS(T, SUFFIX)                                                               \
-    LUCID_CLONES static void lucid_binary_##SUFFIX(                                         \
+    /* the bodies are inlined into each clone of their callers (here and in _block_loops.h) */\
+    static inline void lucid_binary_body_##SUFFIX(                                          \
             int op, const T* a, const T* b, T* o, long n) {                                 \
-        if (op == F_ADD)      for (long i = 0; i < n; i++) o[i] = a[i] + b[i];               \
-        else if (op == F_SUB) for (long i = 0; i < n; i++) o[i] = a[i] - b[i];               \
-        else if (op == F_MUL) for (long i = 0; i < n; i++) o[i] = a[i] * b[i];               \
-        else                  for (long i = 0; i < n; i++) o[i] = a[i] / b[i];               \
+        if (op == F_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + b[i];              \
+        else if (op == F_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - b[i];              \
+        else if (op == F_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * b[i];              \
+        else if (op == F_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / b[i];              \
+        else if (op == F_RSUB) for (long i = 0; i < n; i++) o[i] = b[i] - a[i];              \
+        else                   for (long i = 0; i < n; i++) o[i] = b[i] / a[i];              \
     }                                                                                        \
-    LUCID_CLONES static void lucid_scalar_##SUFFIX(                                         \
-            int op, const T* a, T s, T* o, long n) {                                        \
+    static inline void lucid_scalar_body_##SUFFIX(int op, const T* a, T s, T* o, long n) {  \
         if (op == F_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + s;                 \
         else if (op == F_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - s;                 \
         else if (op == F_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * s;                 \
         else if (op == F_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / s;                 \
         else if (op == F_RSUB) for (long i = 0; i < n; i++) o[i] = s - a[i];                 \
         else                   for (long i = 0; i < n; i++) o[i] = s / a[i];                 \
+    }                                                                                        \
+    LUCID_CLONES static void lucid_binary_##SUFFIX(                                         \
+            int op, const T* a, const T* b, T* o, long n) {                                 \
+        lucid_binary_body_##SUFFIX(op, a, b, o, n);                                          \
+    }                                                                                        \
+    LUCID_CLONES static void lucid_scalar_##SUFFIX(                                         \
+            int op, const T* a, T s, T* o, long n) {                                        \
+        lucid_scalar_body_##SUFFIX(op, a, s, o, n);                                          \
     }                                                                                        \
     LUCID_CLONES static void lucid_tanh_backward_##SUFFIX(                                  \
             const T* g, const T* y, T* o, long n) {                                         \
@@ -46,7 +57,7 @@ enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
             const T* g, const T* y, T* o, long n) {                                         \
         for (long i = 0; i < n; i++) o[i] = g[i] * y[i] * ((T)1 - y[i]);                     \
     }                                                                                        \
-    LUCID_CLONES static double lucid_sum_##SUFFIX(const T* a, long n) {                     \
+    static inline double lucid_sum_body_##SUFFIX(const T* a, long n) {                      \
         double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                            \
         long i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                           \
@@ -55,6 +66,9 @@ enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
                        ((acc[2] + acc[6]) + (acc[3] + acc[7]));                              \
         for (; i < n; i++) total += (double)a[i];                                            \
         return total;                                                                        \
+    }                                                                                        \
+    LUCID_CLONES static double lucid_sum_##SUFFIX(const T* a, long n) {                     \
+        return lucid_sum_body_##SUFFIX(a, n);                                                \
     }
 
 LUCID_LOOPS(float, f32)

@@ -89,8 +89,12 @@ cdef class SubBackward(BinaryBackward):
     """z = x - y  ->  gx = g, gy = negate_rule = -g"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
-        return self.reduced(g if needs(self, 0) else None,
-                            negate_rule(g, None, None) if needs(self, 1) else None)
+        cdef Tensor gx = None, gy = None
+        if needs(self, 0):
+            gx = reduce_grad(g, self.a_shape, self.a_dtype)
+        if needs(self, 1):               # negated after the reduction: exact, and a smaller array
+            gy = negate_rule(reduce_grad(g, self.b_shape, self.b_dtype), None, None)
+        return (gx, gy)
 
 
 cdef class MulBackward(BinaryBackward):
@@ -216,7 +220,13 @@ cdef class PowScalarBackward(ScalarBackward):
         if self.scalar == 0:
             return (zero_grad_like(grads[0]),)
         x = self.saved_x.unpack(self)
-        return (mul(grads[0], mul(pow(x, self.scalar - 1), self.scalar)),)
+        cdef Tensor g = grads[0]
+        cdef object twice
+        if self.scalar == 2 and not grad_enabled() and not fw_active() and \
+                fast_pair(g.data, x.data):       # g*(x*2): two typed passes, one buffer
+            twice = fast_scalar(F_MUL, x.data, 2.0)
+            return (wrap(fast_binary(F_MUL, g.data, twice, twice)),)
+        return (mul(g, mul(pow(x, self.scalar - 1), self.scalar)),)
 
 
 cdef class RPowScalarBackward(ScalarBackward):
@@ -345,13 +355,19 @@ cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b):
 cdef Tensor binary_op(int op, object x, object y):
     """The forward of every binary arithmetic op: promote, compute, record."""
     cdef Tensor a, b
-    # fast paths: tensor (op) Python number, and two same-shape tensors of one float dtype
+    cdef object arr
+    # fast paths: tensor (op) Python number, and two tensors of one float dtype of the same
+    # shape, or one broadcast over a block of the other's dims
     if type(x) is Tensor:
         a = <Tensor>x
         if type(y) is Tensor:
             b = <Tensor>y
             if op != OP_POW and fast_pair(a.data, b.data):
                 return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b)
+            if op != OP_POW:                     # one stretched over a block of the other
+                arr = fast_broadcast(op, a.data, b.data)
+                if arr is not None:
+                    return record_binary(op, wrap(arr), a, b)
         elif is_number(y) and is_float_dtype(descr(a.data)):
             return scalar_op(op, a, y, False)
     elif type(y) is Tensor and is_number(x) and is_float_dtype(descr((<Tensor>y).data)):

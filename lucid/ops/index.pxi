@@ -44,7 +44,9 @@ cpdef Tensor getitem(Tensor a, object index):
             arr = a.data[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)] \
                 if Ellipsis not in (key if isinstance(key, tuple) else (key,)) else a.data[key]
         else:
-            arr = as_array(a.data[key])
+            arr = fast_gather_rows(a.data, key)
+            if arr is None:
+                arr = as_array(a.data[key])
     except IndexError as e:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                          f"{a.data.shape}: {e}") from None
@@ -70,9 +72,16 @@ cdef class IndexBackwardBackward(Node):
 
 
 cpdef Tensor index_backward(Tensor g, tuple shape, object key):
-    """zeros(shape) with g added at key (repeated indices accumulate)."""
-    cdef object arr = np.zeros(shape, dtype=g.data.dtype)
-    np.add.at(arr, key, g.data)
+    """zeros(shape) with g added at key (repeated indices accumulate); key has indexed an array
+    of shape already. A basic key picks each place once, so g is assigned; integer arrays on
+    the leading dims are scattered by a typed loop; other keys take np.add.at."""
+    cdef object arr = fast_scatter_rows(g.data, shape, key)
+    if arr is None:
+        arr = np.zeros(shape, dtype=g.data.dtype)
+        if is_basic(key):
+            arr[key] = g.data
+        else:
+            np.add.at(arr, key, g.data)
     cdef Tensor out = wrap(arr)
     cdef IndexBackwardBackward node
     if fw_active():                      # linear in g (forward-over-reverse through x[idx])

@@ -51,6 +51,13 @@ cdef Tensor expand_reduced(Tensor g, tuple in_shape, tuple dims, bint keepdim):
     return expand_to(g, in_shape)
 
 
+cdef tuple reduced_shape(tuple shape, tuple dims, bint keepdim):
+    """shape with dims kept as 1 (keepdim) or dropped."""
+    if keepdim:
+        return tuple([1 if i in dims else shape[i] for i in range(len(shape))])
+    return tuple([shape[i] for i in range(len(shape)) if i not in dims])
+
+
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
     cdef cnp.dtype dt = descr(a.data)
@@ -62,6 +69,9 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>a.data)
     if dim is None and is_fast(a.data) and n > 0 and ndim_of(a.data) <= 32:
         arr = fast_sum_all(a.data, keepdim, 1.0 / n if is_mean else 1.0)
+    elif fast_block_ok(a.data, dims):
+        arr = fast_reduce_block(a.data, dims, reduced_shape(a.data.shape, dims, keepdim), R_SUM,
+                                1.0 / reduced_count(a.data.shape, dims) if is_mean else 1.0)
     elif is_mean and n == 0:                 # the mean of nothing is NaN, without NumPy's warning
         arr = np.full(np.sum(a.data, axis=dims, keepdims=keepdim).shape, np.nan, dtype=dt)
     elif is_mean:
@@ -72,15 +82,12 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
         out_dtype = int64
     cdef Tensor out = wrap(as_array(arr))
     cdef SumBackward node
-    cdef Py_ssize_t count = 1
     if fw_active():                      # linear: the same reduction of the tangent
         set_tangent(out, linear_jvp(a, mean if is_mean else sum, (dims, keepdim)))
     if grad_enabled() and a.requires_grad_c():
         if is_mean:
             node = MeanBackward.__new__(MeanBackward)
-            for d in dims:
-                count *= a.data.shape[d]
-            (<MeanBackward>node).count = count
+            (<MeanBackward>node).count = reduced_count(a.data.shape, dims)
         else:
             node = SumBackward.__new__(SumBackward)
         record(node, a, None)
@@ -106,24 +113,34 @@ cdef class AmaxBackward(Node):
     equally: extreme_weight); its jvp is dz = sum(tx*w, dims) (extreme_jvp).
 
     A NaN extreme is matched by the NaNs that made it; unpicked places get exactly 0 (Note
-    [Mask by selection])."""
-    cdef object weight            # ndarray of x's shape: 1/count where x is extreme, else 0
-    cdef tuple in_shape
+    [Mask by selection]). The weight is made from the saved x when backward runs: an extreme
+    whose result is detached (the max-shift of a log-sum-exp) costs no more than the max."""
+    cdef SavedTensor x
     cdef tuple dims
     cdef bint keepdim
 
     cdef void release_saved(self):
-        self.weight = None
+        self.x = None
 
     cdef tuple apply(self, tuple grads):
-        if self.weight is None:
+        if self.x is None:
             raise_freed_graph(self)
-        return (select_grad(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),
-                            self.weight),)
+        cdef Tensor x = self.x.unpack(self)
+        cdef object kept = extreme_values(x, self.dims, type(self) is AmaxBackward)
+        return (select_grad(expand_reduced(grads[0], x.data.shape, self.dims, self.keepdim),
+                            extreme_weight(x, kept, self.dims)),)
 
 
 cdef class AminBackward(AmaxBackward):
     """y = amin(x, dims)  ->  gx = expand(g)*[x == y]/count(x == y)  (ties share equally)"""
+
+
+cdef object extreme_values(Tensor a, tuple dims, bint is_max):
+    """The max (or min) of a over dims, the dims kept as 1 (NaN wins, as in NumPy)."""
+    if fast_block_ok(a.data, dims):
+        return fast_reduce_block(a.data, dims, reduced_shape(a.data.shape, dims, True),
+                                 R_MAX if is_max else R_MIN, 1.0)
+    return (np.max if is_max else np.min)(a.data, axis=dims, keepdims=True)
 
 
 cdef object extreme_weight(Tensor a, object kept, tuple dims):
@@ -151,26 +168,23 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
         if a.data.shape[d] == 0:
             raise IndexError(f"{name}: dim {d} of the tensor of shape {a.data.shape} has size 0, "
                              "so it has no extreme value; reduce over a dim of non-zero size")
-    cdef object kept = (np.max if is_max else np.min)(a.data, axis=dims, keepdims=True)
+    cdef object kept = extreme_values(a, dims, is_max)
     cdef Tensor out = wrap(as_array(kept if keepdim else kept.reshape(
         tuple(s for i, s in enumerate(a.data.shape) if i not in dims))))
     cdef AmaxBackward node
     cdef Tensor ta = tangent_of(a) if fw_active() else None
-    cdef object weight = None
     cdef long level
     if ta is not None:
-        weight = extreme_weight(a, kept, dims)
         level = suspend_fw()
         try:
-            ta = extreme_jvp(ta, weight, dims, keepdim)
+            ta = extreme_jvp(ta, extreme_weight(a, kept, dims), dims, keepdim)
         finally:
             resume_fw(level)
         set_tangent(out, ta)
     if grad_enabled() and a.requires_grad_c():
         node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
         record(node, a, None)
-        node.weight = extreme_weight(a, kept, dims) if weight is None else weight
-        node.in_shape = a.data.shape
+        node.x = save_tensor(a, node, False)
         node.dims = dims
         node.keepdim = keepdim
         attach_output(out, node, 0)

@@ -150,8 +150,13 @@ cpdef Tensor sum_to(Tensor a, tuple shape):
             axes.append(lead + i)
         elif shape[i] != in_shape[lead + i]:
             raise RuntimeError(f"sum_to: shape {in_shape} cannot be reduced to {shape}")
-    cdef object arr = np.sum(a.data, axis=tuple(axes), keepdims=True)
-    cdef Tensor out = wrap(as_array(arr).reshape(shape))
+    cdef tuple dims = tuple(axes)
+    cdef object arr
+    if fast_block_ok(a.data, dims):
+        arr = fast_reduce_block(a.data, dims, shape, R_SUM, 1.0)
+    else:
+        arr = as_array(np.sum(a.data, axis=dims, keepdims=True)).reshape(shape)
+    cdef Tensor out = wrap(arr)
     cdef SumToBackward node
     if fw_active():
         set_tangent(out, linear_jvp(a, sum_to, (shape,)))
