@@ -9,11 +9,12 @@
 #   fast arrays (lucid/_fast.pxi), every tangent it reads is a fast array of its primal's dtype
 #   and shape, and nothing could be recorded (grad mode off, or neither the inputs nor their
 #   tangents require grad), the op instead computes its rule's formula directly with the same
-#   typed loops, term by term with the same roundings, into fresh memory: the tangents are bit
-#   for bit the general path's, which still runs in every other case. These functions return
-#   False when they do not apply (the caller then runs the general jvp); each reads the active
-#   level once.
-
+#   typed loops, term by term with the same roundings, into memory no live tensor uses: the
+#   tangents are bit for bit the general path's, which still runs in every other case. The
+#   tangent is stored as the bare array; tangent_tensor (_forward_ad.pxi) makes it a tensor the
+#   first time anything asks for it, so a chain of fused ops makes no tangent tensors at all.
+#   These functions return False when they do not apply (the caller then runs the general jvp);
+#   each reads the active level once.
 #
 # Note [Tangent pool]
 #   A fused tangent is a small array that lives exactly as long as its tensor (a chain of ops
