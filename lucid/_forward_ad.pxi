@@ -30,12 +30,25 @@ cdef inline bint fw_active() noexcept nogil:
     return rare_modes != 0 and lucid_fw_level != 0
 
 
+cdef Tensor tangent_tensor(TensorExtra e):
+    """e's tangent (fw_grad) as a tensor, or None: a fused op leaves it a bare array (Note
+    [Fused tangents]), made a tensor here on first need and kept, so it is one tensor."""
+    cdef object g = e.fw_grad
+    if type(g) is not cnp.ndarray:
+        return <Tensor>g
+    cdef Tensor t = Tensor.__new__(Tensor)
+    gc_untrack(t)                        # Note [GC tracking]
+    t.data = g
+    e.fw_grad = t
+    return t
+
+
 cdef inline Tensor tangent_of(Tensor t):
     """t's tangent at the active level, or None."""
     cdef TensorExtra e = t._extra
     if e is None or e.fw_grad is None or e.fw_level != lucid_fw_level or lucid_fw_level == 0:
         return None
-    return <Tensor>e.fw_grad
+    return tangent_tensor(e)
 
 
 cdef inline void set_tangent(Tensor t, Tensor tangent):
@@ -243,6 +256,7 @@ def _exit_dual_level(level=None):
                            f"({lucid_fw_level})")
     lucid_fw_level = 0
     rare_modes -= 1                            # Note [Rare modes]
+    empty_tangent_pool()                       # Note [Tangent pool]
 
 
 def _current_dual_level():

@@ -88,7 +88,7 @@ cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
         s.out_requires_grad = t.requires_grad_c()
         s.output_nr = t._output_nr
         if t._extra is not None and t._extra.fw_grad is not None:
-            s.fw_tangent = <Tensor>t._extra.fw_grad  # ops give an output its tangent first
+            s.fw_tangent = tangent_tensor(t._extra)  # ops give an output its tangent first
             s.fw_level = t._extra.fw_level
     else:
         s.tensor = t

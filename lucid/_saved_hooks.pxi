@@ -91,7 +91,7 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     s.unpack_hook = unpack_hook
     s.packed_meta = (t.data.shape, t.data.dtype, history)
     if t._extra is not None and t._extra.fw_grad is not None:   # Note [Forward mode]
-        s.fw_tangent = <Tensor>t._extra.fw_grad                 # (forward-over-reverse)
+        s.fw_tangent = tangent_tensor(t._extra)                 # (forward-over-reverse)
         s.fw_level = t._extra.fw_level
     return s                             # tracked by the GC: packed may be anything
 

@@ -937,6 +937,15 @@ cdef RemovableHandle add_hook(dict hooks, object fn):
     return handle
 
 
+@cython.freelist(256)
+cdef class TensorExtra:
+    """A tensor's rarely used state (fields in _core.pxd); kept on a free list, since every
+    tensor made in a dual level gets one for its tangent."""
+
+    def __dealloc__(self):
+        recycle_tangent(<PyObject*>self.fw_grad)     # Note [Tangent pool]
+
+
 cdef TensorExtra tensor_extra(Tensor t):
     """t's rarely used state, made on first need (untracked: Note [GC tracking]; register_hook
     tracks it when hooks go in)."""

@@ -256,7 +256,7 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
     """a (op) value, or value (op) a when reflected, for a float tensor a and a Python number."""
     cdef double s = value
     cdef object arr
-    cdef int fop
+    cdef int fop = -1                        # the typed loop's op, when the fast path runs
     cdef ScalarBackward node = None
     cdef bint record_it = grad_enabled() and a.requires_grad_c()
     if op == OP_POW or not is_fast(a.data):
@@ -274,8 +274,8 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
             fop = F_RDIV
         arr = fast_scalar(fop, a.data, s)
     cdef Tensor out = wrap(arr)
-    if fw_active():
-        set_tangent(out, scalar_jvp(op, a, value, reflected, out))
+    if fw_active() and not (fop >= 0 and fused_scalar_tangent(fop, a, s, out)):
+        set_tangent(out, scalar_jvp(op, a, value, reflected, out))   # Note [Fused tangents]
     if not record_it:
         return out
     if op == OP_ADD or (op == OP_SUB and not reflected):
@@ -334,10 +334,11 @@ cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) ex
         node.b = save_tensor(b, node, False)
 
 
-cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b):
-    """Give out its tangent when a dual level is active; make it the result of a recorded
-    a (op) b when grad mode is on and an input needs it."""
-    if fw_active():
+cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b, bint fast=False):
+    """Give out its tangent when a dual level is active (fused when a, b are a fast pair: Note
+    [Fused tangents]); make it the result of a recorded a (op) b when grad mode is on and an
+    input needs it."""
+    if fw_active() and not (fast and fused_binary_tangent(op, a, b, out)):
         set_tangent(out, binary_jvp(op, a, b, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
@@ -363,7 +364,7 @@ cdef Tensor binary_op(int op, object x, object y):
         if type(y) is Tensor:
             b = <Tensor>y
             if op != OP_POW and fast_pair(a.data, b.data):
-                return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b)
+                return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b, True)
             if op != OP_POW:                     # one stretched over a block of the other
                 arr = fast_broadcast(op, a.data, b.data)
                 if arr is not None:

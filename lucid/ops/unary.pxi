@@ -108,7 +108,7 @@ cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_out
     if recording:
         record(node, a, None)
         attach_output(out, node, 0)
-    if fw_active():
+    if fw_active() and not fused_unary_tangent(rule, a, out):       # Note [Fused tangents]
         set_tangent(out, unary_jvp(rule, a, out))
     if recording:
         node.saved_x = save_tensor(out if save_output else a, node, save_output)
