@@ -13,7 +13,8 @@ cdef class FunctionCtx:
     cdef dict __dict__
     cdef object __weakref__
     cdef tuple _to_save                 # what save_for_backward got, until apply converts it
-    cdef tuple _saved                   # SavedTensor (or None) per saved entry, after forward
+    cdef object _saved                  # after forward: the one SavedTensor, or a tuple of
+                                        # SavedTensor (or None) per entry; None: not converted
     cdef bint _released
     cdef PyObject* _node                # borrowed: the node that owns this ctx (NULL if none)
     cdef readonly tuple needs_input_grad        # per forward input: does it need a gradient
@@ -59,7 +60,9 @@ cdef class FunctionCtx:
         if self._saved is None:
             return self._to_save if self._to_save is not None else ()
         node = <Node>self._node
-        return tuple(None if s is None else (<SavedTensor>s).unpack(node) for s in self._saved)
+        if isinstance(self._saved, SavedTensor):
+            return ((<SavedTensor>self._saved).unpack(node),)
+        return unpacked_all(<tuple>self._saved, node)
 
     def mark_dirty(self, *tensors):
         """These inputs were changed in place by forward and are returned as outputs: they
@@ -85,6 +88,18 @@ cdef class FunctionCtx:
         self._released = True
         self._saved = None
         self._to_save = None
+
+
+cdef tuple unpacked_all(tuple saved, Node node):
+    """Each SavedTensor unpacked for node (None stays None)."""
+    cdef Py_ssize_t n = len(saved), i
+    cdef tuple out = PyTuple_New(n)
+    for i in range(n):
+        s = saved[i]
+        t = None if s is None else (<SavedTensor>s).unpack(node)
+        Py_INCREF(t)
+        PyTuple_SET_ITEM(out, i, t)
+    return out
 
 
 @cython.no_gc_clear
@@ -117,21 +132,11 @@ cdef class PythonBackwardNode(Node):
         if self.backward_fn is None:
             raise NotImplementedError(f"Function {self.function.__name__} does not implement "
                                       "backward(ctx, *grad_outputs)")
-        cdef Py_ssize_t i, n = self.num_outputs
-        cdef tuple args = PyTuple_New(n + 1)
-        Py_INCREF(ctx)
-        PyTuple_SET_ITEM(args, 0, ctx)
-        for i in range(n):
-            g = grads[i]
-            if g is None and ctx.materialize_grads:
-                meta = self.output_meta[i]
-                if meta is not None:
-                    g = wrap(np.zeros(meta[0], dtype=meta[1]))
-            Py_INCREF(g)
-            PyTuple_SET_ITEM(args, i + 1, g)
+        if ctx.materialize_grads:
+            grads = self.materialized(grads)
         cdef int64_t start = now_ns() if profiling else 0
         try:
-            result = self.backward_fn(*args)
+            result = call_with_first(self.backward_fn, ctx, grads)
         except BaseException as e:
             e.add_note(f"lucid: raised in the backward of Function {self.function.__name__} "
                        f"({describe(self)})")
@@ -144,6 +149,25 @@ cdef class PythonBackwardNode(Node):
             if profiling:
                 note_python_call(self, "python", start)
         return self.checked_gradients(result)
+
+    cdef tuple materialized(self, tuple grads):
+        """grads with zeros for the outputs that got none (grads itself when all have one)."""
+        cdef Py_ssize_t i, n = self.num_outputs
+        if len(grads) == n:
+            for i in range(n):
+                if grads[i] is None and self.output_meta[i] is not None:
+                    break
+            else:
+                return grads
+        cdef tuple out = PyTuple_New(n)
+        for i in range(n):
+            g = grads[i]
+            meta = self.output_meta[i]
+            if g is None and meta is not None:
+                g = wrap(np.zeros(meta[0], dtype=meta[1]))
+            Py_INCREF(g)
+            PyTuple_SET_ITEM(out, i, g)
+        return out
 
     cdef tuple checked_gradients(self, object result):
         """What backward returned, as one gradient (or None) per forward input."""
@@ -223,6 +247,10 @@ cdef class FunctionInfo:
     cdef readonly object backward_fn
     cdef readonly object jvp_fn
     cdef readonly object setup_context_fn      # None: forward(ctx, *args) style
+    # Note [Shared meta]: the (shape, dtype) entry and the one-entry meta tuple made last, given
+    # again to the next call that has the same (a chain of calls allocates no meta tuples)
+    cdef tuple last_meta
+    cdef tuple last_meta_1
 
     def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None,
                   setup_context_fn=None):
@@ -276,8 +304,33 @@ cdef tuple needs_input_grad_tuple(tuple args, bint grad_on):
     return out
 
 
-cdef inline object tensor_meta(Tensor t):
-    return (t.data.shape, t.data.dtype)
+cdef tuple tensor_meta(FunctionInfo info, Tensor t):
+    """(shape, dtype) of t; the entry made last when it is the same (Note [Shared meta])."""
+    cdef tuple last = info.last_meta
+    if last is not None and <object>PyTuple_GET_ITEM(last, 1) is descr(t.data) \
+            and shape_is(t.data, <tuple>PyTuple_GET_ITEM(last, 0)):
+        return last
+    last = (t.data.shape, descr(t.data))
+    info.last_meta = last
+    return last
+
+
+cdef tuple one_meta(FunctionInfo info, object entry):
+    """(entry,), the tuple made last when it holds the same entry (Note [Shared meta])."""
+    cdef tuple last = info.last_meta_1
+    if last is not None and <object>PyTuple_GET_ITEM(last, 0) is entry:
+        return last
+    last = (entry,)
+    info.last_meta_1 = last
+    return last
+
+
+cdef object input_entry(FunctionInfo info, Node node, object a, Py_ssize_t i):
+    """Input i's (shape, dtype), and its edge; None for an argument that is not a tensor."""
+    if not isinstance(a, Tensor):
+        return None
+    node.set_edge(i, <Tensor>a)
+    return tensor_meta(info, <Tensor>a)
 
 
 cdef object apply_function(FunctionInfo info, tuple args):
@@ -296,7 +349,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
     cdef bint previous = set_grad_enabled_c(False)
     try:
         if info.setup_context_fn is None:
-            outputs = info.forward_fn(ctx, *args)
+            outputs = call_with_first(info.forward_fn, ctx, args)
         else:                                    # forward(*args) + setup_context(ctx, ...)
             outputs = info.forward_fn(*args)
             info.setup_context_fn(ctx, args, outputs)
@@ -317,22 +370,21 @@ cdef object apply_function(FunctionInfo info, tuple args):
         init_identity(node)
         gc_track(node)                 # Note [Function ownership]: its ctx may hold anything
         node.set_num_inputs(n)
-        meta = PyTuple_New(n)
-        for i in range(n):
-            a = args[i]
-            entry = None
-            if isinstance(a, Tensor):
-                entry = tensor_meta(<Tensor>a)
-                node.set_edge(i, <Tensor>a)
-            Py_INCREF(entry)
-            PyTuple_SET_ITEM(meta, i, entry)
-        node.input_meta = meta
+        if n == 1:
+            node.input_meta = one_meta(info, input_entry(info, node, args[0], 0))
+        else:
+            meta = PyTuple_New(n)
+            for i in range(n):
+                entry = input_entry(info, node, args[i], i)
+                Py_INCREF(entry)
+                PyTuple_SET_ITEM(meta, i, entry)
+            node.input_meta = meta
         node.num_outputs = n_out
         node.ctx = ctx
         node.function = function_cls
         node.backward_fn = info.backward_fn
         ctx._node = <PyObject*>node
-    meta = PyTuple_New(n_out)
+    meta = PyTuple_New(n_out) if node is not None and n_out != 1 else None
     for i in range(n_out):
         o = outs[i]
         entry = None
@@ -346,7 +398,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
                 t = wrap_like_view(t.data, t)
             o = t
             if node is not None:
-                entry = tensor_meta(t)
+                entry = tensor_meta(info, t)
                 if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
                     if ctx._dirty is not None and is_in(t, ctx._dirty):
                         mark_graph_changed(t)
@@ -357,8 +409,9 @@ cdef object apply_function(FunctionInfo info, tuple args):
                     gc_track(t)
         Py_INCREF(o)
         PyTuple_SET_ITEM(result, i, o)
-        Py_INCREF(entry)
-        PyTuple_SET_ITEM(meta, i, entry)
+        if meta is not None:
+            Py_INCREF(entry)
+            PyTuple_SET_ITEM(meta, i, entry)
     if ctx._dirty is not None:
         check_dirty_returned(info, ctx._dirty, outs)
         ctx._dirty = None                        # it holds outputs: no cycle through the ctx
@@ -366,7 +419,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
     if tangents is not None:
         run_function_jvp(info, ctx, tangents, result, outs, non_diff)
     if node is not None:
-        node.output_meta = meta
+        node.output_meta = meta if meta is not None else one_meta(info, entry)
         convert_saved(ctx, node, result, outs)
     elif ctx._to_save is not None:
         ctx._saved = None
@@ -453,22 +506,30 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
 
 cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) except *:
     """The tensors given to save_for_backward as SavedTensors: outputs without a cycle."""
-    if ctx._to_save is None:
+    cdef tuple to_save = ctx._to_save
+    if to_save is None:
         return
-    cdef list saved = []
-    cdef Py_ssize_t k
-    for t in ctx._to_save:
-        if t is None:
-            saved.append(None)
-            continue
-        for k in range(len(outs)):
-            if outs[k] is t and (<Tensor>result[k])._grad_fn is node:
-                saved.append(save_tensor(<Tensor>result[k], node, True))
-                break
-        else:
-            saved.append(save_tensor(<Tensor>t, node, False))
-    ctx._saved = tuple(saved)
+    cdef Py_ssize_t n = len(to_save), i
+    if n == 1 and to_save[0] is not None:
+        ctx._saved = saved_entry(<Tensor>to_save[0], node, result, outs)
+    else:
+        saved = PyTuple_New(n)
+        for i in range(n):
+            t = to_save[i]
+            entry = None if t is None else saved_entry(<Tensor>t, node, result, outs)
+            Py_INCREF(entry)
+            PyTuple_SET_ITEM(saved, i, entry)
+        ctx._saved = saved
     ctx._to_save = None
+
+
+cdef SavedTensor saved_entry(Tensor t, Node node, tuple result, tuple outs):
+    """t saved for node: as an output (Note [Saved outputs]) when forward returned it."""
+    cdef Py_ssize_t k
+    for k in range(len(outs)):
+        if outs[k] is t and (<Tensor>result[k])._grad_fn is node:
+            return save_tensor(<Tensor>result[k], node, True)
+    return save_tensor(t, node, False)
 
 
 # -- once_differentiable -------------------------------------------------------------------------
