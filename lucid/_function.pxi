@@ -172,6 +172,8 @@ cdef class PythonBackwardNode(Node):
     cdef tuple checked_gradients(self, object result):
         """What backward returned, as one gradient (or None) per forward input."""
         cdef tuple got
+        if self.num_inputs == 1 and isinstance(result, Tensor):    # the common case, no tuple
+            return (self.checked_gradient(result, 0),)
         if result is None or isinstance(result, Tensor):
             got = (result,)
         elif isinstance(result, tuple):
@@ -271,6 +273,45 @@ def function_apply(function_cls, *args):
         raise NotImplementedError(f"Function {function_cls.__name__} does not implement "
                                   "forward(ctx, *args)")
     return apply_function(<FunctionInfo>info, args)
+
+
+cdef class FunctionApply:
+    """<Function subclass>.apply, made once per class: a call runs forward with the class's
+    FunctionInfo at hand (no attribute lookup, no bound method, one argument tuple)."""
+    cdef readonly FunctionInfo info
+
+    def __cinit__(self, FunctionInfo info):
+        self.info = info
+
+    def __get__(self, instance, owner):
+        if owner is None:
+            owner = type(instance)
+        if owner is self.info.function_cls:
+            return self
+        # reached from another class (a subclass's super().apply): apply as that class
+        return PyMethod_New(function_apply, owner)
+
+    def __call__(self, *args):
+        if self.info.forward_fn is None:
+            raise NotImplementedError(f"Function {self.info.function_cls.__name__} does not "
+                                      "implement forward(ctx, *args)")
+        return apply_function(self.info, args)
+
+    @property
+    def __self__(self):
+        """The Function subclass (as for a classmethod bound to it)."""
+        return self.info.function_cls
+
+    @property
+    def __name__(self):
+        return "apply"
+
+    @property
+    def __qualname__(self):
+        return f"{self.info.function_cls.__qualname__}.apply"
+
+    def __repr__(self):
+        return f"<bound method {self.info.function_cls.__qualname__}.apply>"
 
 
 cdef tuple NEEDS_NONE = ()

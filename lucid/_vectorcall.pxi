@@ -6,6 +6,7 @@ cdef extern from "Python.h":
     object PyObject_Vectorcall(object fn, PyObject** args, size_t nargsf, PyObject* kwnames)
     PyObject* PyTuple_GET_ITEM(object t, Py_ssize_t i)
     Py_ssize_t PyTuple_GET_SIZE(object t)
+    object PyMethod_New(object fn, object self)     # fn bound to self, as classmethod binds
 
 
 cdef enum:
