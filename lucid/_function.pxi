@@ -399,12 +399,9 @@ cdef object apply_function(FunctionInfo info, tuple args):
         if fw_level:
             resume_fw(fw_level)
     cdef bint is_tuple = isinstance(outputs, tuple)
-    cdef tuple outs = outputs if is_tuple else (outputs,)
-    cdef Py_ssize_t n_out = len(outs)
-    cdef tuple result = PyTuple_New(n_out)       # filled below, one entry per output
+    cdef Py_ssize_t n_out = len(<tuple>outputs) if is_tuple else 1
     cdef tuple non_diff = ctx._non_differentiable or ()
     cdef PythonBackwardNode node = None
-    cdef Tensor t
     cdef tuple meta
     if record_call:
         node = PythonBackwardNode.__new__(info.node_cls)
@@ -425,32 +422,17 @@ cdef object apply_function(FunctionInfo info, tuple args):
         node.function = function_cls
         node.backward_fn = info.backward_fn
         ctx._node = <PyObject*>node
-    meta = PyTuple_New(n_out) if node is not None and n_out != 1 else None
+    if not is_tuple and ctx._dirty is None and tangents is None:
+        return single_result(info, ctx, node, outputs, args, non_diff)
+    cdef tuple outs = outputs if is_tuple else (outputs,)
+    cdef tuple result = PyTuple_New(n_out)       # filled below, one entry per output
+    meta = PyTuple_New(n_out) if node is not None else None
     for i in range(n_out):
-        o = outs[i]
-        entry = None
-        if isinstance(o, Tensor):
-            t = <Tensor>o
-            if ctx._dirty is not None and is_in(t, ctx._dirty):
-                check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
-            elif is_in(t, args) or t.requires_grad_c():
-                # an input (or a tensor with a history of its own) returned: a new tensor over
-                # its memory, so the input keeps its history and leaf status
-                t = wrap_like_view(t.data, t)
-            o = t
-            if node is not None:
-                entry = tensor_meta(info, t)
-                if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
-                    if ctx._dirty is not None and is_in(t, ctx._dirty):
-                        mark_graph_changed(t)
-                        attach_inplace_output(t, node)
-                        t._output_nr = i
-                    else:
-                        attach_output(t, node, i)
-                    gc_track(t)
+        o = result_output(info, ctx, node, outs[i], i, args, non_diff)
         Py_INCREF(o)
         PyTuple_SET_ITEM(result, i, o)
         if meta is not None:
+            entry = tensor_meta(info, <Tensor>o) if isinstance(o, Tensor) else None
             Py_INCREF(entry)
             PyTuple_SET_ITEM(meta, i, entry)
     if ctx._dirty is not None:
@@ -460,11 +442,49 @@ cdef object apply_function(FunctionInfo info, tuple args):
     if tangents is not None:
         run_function_jvp(info, ctx, tangents, result, outs, non_diff)
     if node is not None:
-        node.output_meta = meta if meta is not None else one_meta(info, entry)
+        node.output_meta = meta
         convert_saved(ctx, node, result, outs)
     elif ctx._to_save is not None:
         ctx._saved = None
     return result if is_tuple else result[0]
+
+
+cdef object single_result(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode node,
+                          object output, tuple args, tuple non_diff):
+    """apply's result when forward returned one value, marked nothing dirty and no input has a
+    tangent: what the general path gives, without its tuples."""
+    out = result_output(info, ctx, node, output, 0, args, non_diff)
+    ctx._non_differentiable = None
+    if node is not None:
+        node.output_meta = one_meta(info, tensor_meta(info, <Tensor>out)
+                                    if isinstance(out, Tensor) else None)
+        convert_saved(ctx, node, out, output)
+    elif ctx._to_save is not None:
+        ctx._saved = None
+    return out
+
+
+cdef object result_output(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode node, object o,
+                          Py_ssize_t i, tuple args, tuple non_diff):
+    """Forward's output i as apply returns it; attached to node as output i when recorded."""
+    if not isinstance(o, Tensor):
+        return o
+    cdef Tensor t = <Tensor>o
+    if ctx._dirty is not None and is_in(t, ctx._dirty):
+        check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
+    elif is_in(t, args) or t.requires_grad_c():
+        # an input (or a tensor with a history of its own) returned: a new tensor over
+        # its memory, so the input keeps its history and leaf status
+        t = wrap_like_view(t.data, t)
+    if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
+        if ctx._dirty is not None and is_in(t, ctx._dirty):
+            mark_graph_changed(t)
+            attach_inplace_output(t, node)
+            t._output_nr = i
+        else:
+            attach_output(t, node, i)
+        gc_track(t)
+    return t
 
 
 cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
@@ -545,8 +565,9 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
     ctx._for_forward = None
 
 
-cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) except *:
-    """The tensors given to save_for_backward as SavedTensors: outputs without a cycle."""
+cdef void convert_saved(FunctionCtx ctx, Node node, object result, object outs) except *:
+    """The tensors given to save_for_backward as SavedTensors: outputs without a cycle.
+    result, outs: what apply and forward returned, as tuples, or the one value of each."""
     cdef tuple to_save = ctx._to_save
     if to_save is None:
         return
@@ -564,13 +585,21 @@ cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) ex
     ctx._to_save = None
 
 
-cdef SavedTensor saved_entry(Tensor t, Node node, tuple result, tuple outs):
+cdef SavedTensor saved_entry(Tensor t, Node node, object result, object outs):
     """t saved for node: as an output (Note [Saved outputs]) when forward returned it."""
     cdef Py_ssize_t k
-    for k in range(len(outs)):
-        if outs[k] is t and (<Tensor>result[k])._grad_fn is node:
+    if not isinstance(outs, tuple):                  # forward returned one value
+        return save_tensor(<Tensor>result, node, True) if is_own_output(t, outs, result, node) \
+            else save_tensor(t, node, False)
+    for k in range(len(<tuple>outs)):
+        if is_own_output(t, outs[k], result[k], node):
             return save_tensor(<Tensor>result[k], node, True)
     return save_tensor(t, node, False)
+
+
+cdef inline bint is_own_output(Tensor t, object output, object out, Node node):
+    """Is t the output forward returned that apply gave back (out) as node's?"""
+    return output is t and isinstance(out, Tensor) and (<Tensor>out)._grad_fn is node
 
 
 # -- once_differentiable -------------------------------------------------------------------------
