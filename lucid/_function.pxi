@@ -256,6 +256,8 @@ cdef class FunctionInfo:
 
     def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None,
                   setup_context_fn=None):
+        if not (isinstance(node_cls, type) and issubclass(node_cls, PythonBackwardNode)):
+            raise TypeError(f"FunctionInfo needs a PythonBackwardNode subclass, got {node_cls!r}")
         self.function_cls = function_cls
         self.node_cls = node_cls
         self.forward_fn = forward_fn
@@ -366,6 +368,15 @@ cdef tuple one_meta(FunctionInfo info, object entry):
     return last
 
 
+cdef PythonBackwardNode new_node(object node_cls):
+    """A node of node_cls (a PythonBackwardNode subclass: FunctionInfo checks it), made by its
+    tp_new directly: PythonBackwardNode.__new__(node_cls) looks __new__ up by name per call."""
+    return <PythonBackwardNode>(<PyTypeObject*>node_cls).tp_new(node_cls, <PyObject*>NO_ARGS, NULL)
+
+
+cdef tuple NO_ARGS = ()
+
+
 cdef object input_entry(FunctionInfo info, Node node, object a, Py_ssize_t i):
     """Input i's (shape, dtype), and its edge; None for an argument that is not a tensor."""
     if not isinstance(a, Tensor):
@@ -404,7 +415,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
     cdef PythonBackwardNode node = None
     cdef tuple meta
     if record_call:
-        node = PythonBackwardNode.__new__(info.node_cls)
+        node = new_node(info.node_cls)
         init_identity(node)
         gc_track(node)                 # Note [Function ownership]: its ctx may hold anything
         node.set_num_inputs(n)

@@ -172,3 +172,14 @@ def test_one_saved_tensor_and_several_come_back_alike():
         assert_close(x.grad.numpy(), [3.0, 4.0] if several else [2.0, 2.0])
         if several:
             assert_close(y.grad.numpy(), [1.0, 2.0])
+
+
+def test_function_info_refuses_a_node_class_that_is_not_a_python_backward_node():
+    from lucid import _core
+    info_before = Scale._lucid_info
+    for bad in (object, _core.Node, 3):
+        with pytest.raises(TypeError, match="PythonBackwardNode"):
+            _core.FunctionInfo(Scale, bad, Scale.forward, Scale.backward)
+    assert Scale._lucid_info is info_before                 # nothing was replaced
+    x = f64([1.0], requires_grad=True)
+    assert_close(grad_of(Scale.apply, x), [3.0])
