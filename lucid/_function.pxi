@@ -278,8 +278,9 @@ def function_apply(function_cls, *args):
 
 
 cdef class FunctionApply:
-    """<Function subclass>.apply, made once per class: a call runs forward with the class's
-    FunctionInfo at hand (no attribute lookup, no bound method, one argument tuple)."""
+    """Function.apply: run forward(ctx, *args) without recording; attach its node to the outputs.
+    (One per Function subclass: a call has the class's FunctionInfo at hand, with no attribute
+    lookup, no bound method and one argument tuple.)"""
     cdef readonly FunctionInfo info
 
     def __cinit__(self, FunctionInfo info):
@@ -307,6 +308,12 @@ cdef class FunctionApply:
     @property
     def __name__(self):
         return "apply"
+
+    @property
+    def __signature__(self):
+        """What inspect.signature gives: that of the classmethod this replaces, (*args)."""
+        import inspect
+        return inspect.signature(PyMethod_New(function_apply, self.info.function_cls))
 
     @property
     def __qualname__(self):

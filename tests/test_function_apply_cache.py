@@ -1,5 +1,7 @@
 """What Function.apply caches per class (its FunctionInfo, the compiled apply, the last
 (shape, dtype) entries) never leaks from one call, class or shape into another."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,8 @@ def test_apply_reads_like_the_bound_classmethod_it_replaces():
     assert Scale.apply.__name__ == "apply"
     assert Scale.apply.__qualname__ == "Scale.apply"
     assert Scale.apply is Scale.apply                      # made once per class
+    assert str(inspect.signature(Scale.apply)) == "(*args)"
+    assert "forward" in Scale.apply.__doc__
     assert ScaleTwice.apply is not Scale.apply
 
 
