@@ -6,6 +6,7 @@ C call; each piece is its own include file, one job each (see DESIGN.md).
 cimport cython
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.object cimport PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
@@ -57,5 +58,6 @@ include "ops/elementwise.pxi"
 include "ops/activation.pxi"
 include "ops/compare.pxi"
 include "ops/convert.pxi"
+include "_vectorcall.pxi"
 include "_function.pxi"
 include "_engine.pxi"

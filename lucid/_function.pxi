@@ -13,7 +13,8 @@ cdef class FunctionCtx:
     cdef dict __dict__
     cdef object __weakref__
     cdef tuple _to_save                 # what save_for_backward got, until apply converts it
-    cdef tuple _saved                   # SavedTensor (or None) per saved entry, after forward
+    cdef object _saved                  # after forward: the one SavedTensor, or a tuple of
+                                        # SavedTensor (or None) per entry; None: not converted
     cdef bint _released
     cdef PyObject* _node                # borrowed: the node that owns this ctx (NULL if none)
     cdef readonly tuple needs_input_grad        # per forward input: does it need a gradient
@@ -59,7 +60,9 @@ cdef class FunctionCtx:
         if self._saved is None:
             return self._to_save if self._to_save is not None else ()
         node = <Node>self._node
-        return tuple(None if s is None else (<SavedTensor>s).unpack(node) for s in self._saved)
+        if isinstance(self._saved, SavedTensor):
+            return ((<SavedTensor>self._saved).unpack(node),)
+        return unpacked_all(<tuple>self._saved, node)
 
     def mark_dirty(self, *tensors):
         """These inputs were changed in place by forward and are returned as outputs: they
@@ -85,6 +88,18 @@ cdef class FunctionCtx:
         self._released = True
         self._saved = None
         self._to_save = None
+
+
+cdef tuple unpacked_all(tuple saved, Node node):
+    """Each SavedTensor unpacked for node (None stays None)."""
+    cdef Py_ssize_t n = len(saved), i
+    cdef tuple out = PyTuple_New(n)
+    for i in range(n):
+        s = saved[i]
+        t = None if s is None else (<SavedTensor>s).unpack(node)
+        Py_INCREF(t)
+        PyTuple_SET_ITEM(out, i, t)
+    return out
 
 
 @cython.no_gc_clear
@@ -119,21 +134,11 @@ cdef class PythonBackwardNode(Node):
         if self.backward_fn is None:
             raise NotImplementedError(f"Function {self.function.__name__} does not implement "
                                       "backward(ctx, *grad_outputs)")
-        cdef Py_ssize_t i, n = self.num_outputs
-        cdef tuple args = PyTuple_New(n + 1)
-        Py_INCREF(ctx)
-        PyTuple_SET_ITEM(args, 0, ctx)
-        for i in range(n):
-            g = grads[i]
-            if g is None and ctx.materialize_grads:
-                meta = self.output_meta[i]
-                if meta is not None:
-                    g = wrap(np.zeros(meta[0], dtype=meta[1]))
-            Py_INCREF(g)
-            PyTuple_SET_ITEM(args, i + 1, g)
+        if ctx.materialize_grads:
+            grads = self.materialized(grads)
         cdef int64_t start = now_ns() if profiling else 0
         try:
-            result = self.backward_fn(*args)
+            result = call_with_first(self.backward_fn, ctx, grads)
         except BaseException as e:
             e.add_note(f"lucid: raised in the backward of Function {self.function.__name__} "
                        f"({describe(self)})")
@@ -147,9 +152,30 @@ cdef class PythonBackwardNode(Node):
                 note_python_call(self, "python", start)
         return self.checked_gradients(result)
 
+    cdef tuple materialized(self, tuple grads):
+        """grads with zeros for the outputs that got none (grads itself when all have one)."""
+        cdef Py_ssize_t i, n = self.num_outputs
+        if len(grads) == n:
+            for i in range(n):
+                if grads[i] is None and self.output_meta[i] is not None:
+                    break
+            else:
+                return grads
+        cdef tuple out = PyTuple_New(n)
+        for i in range(n):
+            g = grads[i]
+            meta = self.output_meta[i]
+            if g is None and meta is not None:
+                g = wrap(np.zeros(meta[0], dtype=meta[1]))
+            Py_INCREF(g)
+            PyTuple_SET_ITEM(out, i, g)
+        return out
+
     cdef tuple checked_gradients(self, object result):
         """What backward returned, as one gradient (or None) per forward input."""
         cdef tuple got
+        if self.num_inputs == 1 and isinstance(result, Tensor):    # the common case, no tuple
+            return (self.checked_gradient(result, 0),)
         if result is None or isinstance(result, Tensor):
             got = (result,)
         elif isinstance(result, tuple):
@@ -225,9 +251,15 @@ cdef class FunctionInfo:
     cdef readonly object backward_fn
     cdef readonly object jvp_fn
     cdef readonly object setup_context_fn      # None: forward(ctx, *args) style
+    # Note [Shared meta]: the (shape, dtype) entry and the one-entry meta tuple made last, given
+    # again to the next call that has the same (a chain of calls allocates no meta tuples)
+    cdef tuple last_meta
+    cdef tuple last_meta_1
 
     def __cinit__(self, function_cls, node_cls, forward_fn, backward_fn, jvp_fn=None,
                   setup_context_fn=None):
+        if not (isinstance(node_cls, type) and issubclass(node_cls, PythonBackwardNode)):
+            raise TypeError(f"FunctionInfo needs a PythonBackwardNode subclass, got {node_cls!r}")
         self.function_cls = function_cls
         self.node_cls = node_cls
         self.forward_fn = forward_fn
@@ -245,6 +277,52 @@ def function_apply(function_cls, *args):
         raise NotImplementedError(f"Function {function_cls.__name__} does not implement "
                                   "forward(ctx, *args)")
     return apply_function(<FunctionInfo>info, args)
+
+
+cdef class FunctionApply:
+    """Function.apply: run forward(ctx, *args) without recording; attach its node to the outputs.
+    (One per Function subclass: a call has the class's FunctionInfo at hand, with no attribute
+    lookup, no bound method and one argument tuple.)"""
+    cdef readonly FunctionInfo info
+
+    def __cinit__(self, FunctionInfo info):
+        self.info = info
+
+    def __get__(self, instance, owner):
+        if owner is None:
+            owner = type(instance)
+        if owner is self.info.function_cls:
+            return self
+        # reached from another class (a subclass's super().apply): apply as that class
+        return PyMethod_New(function_apply, owner)
+
+    def __call__(self, *args):
+        if self.info.forward_fn is None:
+            raise NotImplementedError(f"Function {self.info.function_cls.__name__} does not "
+                                      "implement forward(ctx, *args)")
+        return apply_function(self.info, args)
+
+    @property
+    def __self__(self):
+        """The Function subclass (as for a classmethod bound to it)."""
+        return self.info.function_cls
+
+    @property
+    def __name__(self):
+        return "apply"
+
+    @property
+    def __signature__(self):
+        """What inspect.signature gives: that of the classmethod this replaces, (*args)."""
+        import inspect
+        return inspect.signature(PyMethod_New(function_apply, self.info.function_cls))
+
+    @property
+    def __qualname__(self):
+        return f"{self.info.function_cls.__qualname__}.apply"
+
+    def __repr__(self):
+        return f"<bound method {self.info.function_cls.__qualname__}.apply>"
 
 
 cdef tuple NEEDS_NONE = ()
@@ -278,8 +356,42 @@ cdef tuple needs_input_grad_tuple(tuple args, bint grad_on):
     return out
 
 
-cdef inline object tensor_meta(Tensor t):
-    return (t.data.shape, t.data.dtype)
+cdef tuple tensor_meta(FunctionInfo info, Tensor t):
+    """(shape, dtype) of t; the entry made last when it is the same (Note [Shared meta])."""
+    cdef tuple last = info.last_meta
+    if last is not None and <object>PyTuple_GET_ITEM(last, 1) is descr(t.data) \
+            and shape_is(t.data, <tuple>PyTuple_GET_ITEM(last, 0)):
+        return last
+    last = (t.data.shape, descr(t.data))
+    info.last_meta = last
+    return last
+
+
+cdef tuple one_meta(FunctionInfo info, object entry):
+    """(entry,), the tuple made last when it holds the same entry (Note [Shared meta])."""
+    cdef tuple last = info.last_meta_1
+    if last is not None and <object>PyTuple_GET_ITEM(last, 0) is entry:
+        return last
+    last = (entry,)
+    info.last_meta_1 = last
+    return last
+
+
+cdef PythonBackwardNode new_node(object node_cls):
+    """A node of node_cls (a PythonBackwardNode subclass: FunctionInfo checks it), made by its
+    tp_new directly: PythonBackwardNode.__new__(node_cls) looks __new__ up by name per call."""
+    return <PythonBackwardNode>(<PyTypeObject*>node_cls).tp_new(node_cls, <PyObject*>NO_ARGS, NULL)
+
+
+cdef tuple NO_ARGS = ()
+
+
+cdef object input_entry(FunctionInfo info, Node node, object a, Py_ssize_t i):
+    """Input i's (shape, dtype), and its edge; None for an argument that is not a tensor."""
+    if not isinstance(a, Tensor):
+        return None
+    node.set_edge(i, <Tensor>a)
+    return tensor_meta(info, <Tensor>a)
 
 
 cdef object apply_function(FunctionInfo info, tuple args):
@@ -298,7 +410,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
     cdef bint previous = set_grad_enabled_c(False)
     try:
         if info.setup_context_fn is None:
-            outputs = info.forward_fn(ctx, *args)
+            outputs = call_with_first(info.forward_fn, ctx, args)
         else:                                    # forward(*args) + setup_context(ctx, ...)
             outputs = info.forward_fn(*args)
             info.setup_context_fn(ctx, args, outputs)
@@ -307,60 +419,42 @@ cdef object apply_function(FunctionInfo info, tuple args):
         if fw_level:
             resume_fw(fw_level)
     cdef bint is_tuple = isinstance(outputs, tuple)
-    cdef tuple outs = outputs if is_tuple else (outputs,)
-    cdef Py_ssize_t n_out = len(outs)
-    cdef tuple result = PyTuple_New(n_out)       # filled below, one entry per output
+    cdef Py_ssize_t n_out = len(<tuple>outputs) if is_tuple else 1
     cdef tuple non_diff = ctx._non_differentiable or ()
     cdef PythonBackwardNode node = None
-    cdef Tensor t
     cdef tuple meta
     if record_call:
-        node = PythonBackwardNode.__new__(info.node_cls)
+        node = new_node(info.node_cls)
         init_identity(node)
         gc_track(node)                 # Note [Function ownership]: its ctx may hold anything
         node.set_num_inputs(n)
-        meta = PyTuple_New(n)
-        for i in range(n):
-            a = args[i]
-            entry = None
-            if isinstance(a, Tensor):
-                entry = tensor_meta(<Tensor>a)
-                node.set_edge(i, <Tensor>a)
-            Py_INCREF(entry)
-            PyTuple_SET_ITEM(meta, i, entry)
-        node.input_meta = meta
+        if n == 1:
+            node.input_meta = one_meta(info, input_entry(info, node, args[0], 0))
+        else:
+            meta = PyTuple_New(n)
+            for i in range(n):
+                entry = input_entry(info, node, args[i], i)
+                Py_INCREF(entry)
+                PyTuple_SET_ITEM(meta, i, entry)
+            node.input_meta = meta
         node.num_outputs = n_out
         node.ctx = ctx
         node.function = function_cls
         node.backward_fn = info.backward_fn
         ctx._node = <PyObject*>node
-    meta = PyTuple_New(n_out)
+    if not is_tuple and ctx._dirty is None and tangents is None:
+        return single_result(info, ctx, node, outputs, args, non_diff)
+    cdef tuple outs = outputs if is_tuple else (outputs,)
+    cdef tuple result = PyTuple_New(n_out)       # filled below, one entry per output
+    meta = PyTuple_New(n_out) if node is not None else None
     for i in range(n_out):
-        o = outs[i]
-        entry = None
-        if isinstance(o, Tensor):
-            t = <Tensor>o
-            if ctx._dirty is not None and is_in(t, ctx._dirty):
-                check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
-            elif is_in(t, args) or t.requires_grad_c():
-                # an input (or a tensor with a history of its own) returned: a new tensor over
-                # its memory, so the input keeps its history and leaf status
-                t = wrap_like_view(t.data, t)
-            o = t
-            if node is not None:
-                entry = tensor_meta(t)
-                if is_float_dtype(descr(t.data)) and not is_in(outs[i], non_diff):
-                    if ctx._dirty is not None and is_in(t, ctx._dirty):
-                        mark_graph_changed(t)
-                        attach_inplace_output(t, node)
-                        t._output_nr = i
-                    else:
-                        attach_output(t, node, i)
-                    gc_track(t)
+        o = result_output(info, ctx, node, outs[i], i, args, non_diff)
         Py_INCREF(o)
         PyTuple_SET_ITEM(result, i, o)
-        Py_INCREF(entry)
-        PyTuple_SET_ITEM(meta, i, entry)
+        if meta is not None:
+            entry = tensor_meta(info, <Tensor>o) if isinstance(o, Tensor) else None
+            Py_INCREF(entry)
+            PyTuple_SET_ITEM(meta, i, entry)
     if ctx._dirty is not None:
         check_dirty_returned(info, ctx._dirty, outs)
         ctx._dirty = None                        # it holds outputs: no cycle through the ctx
@@ -373,6 +467,44 @@ cdef object apply_function(FunctionInfo info, tuple args):
     elif ctx._to_save is not None:
         ctx._saved = None
     return result if is_tuple else result[0]
+
+
+cdef object single_result(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode node,
+                          object output, tuple args, tuple non_diff):
+    """apply's result when forward returned one value, marked nothing dirty and no input has a
+    tangent: what the general path gives, without its tuples."""
+    out = result_output(info, ctx, node, output, 0, args, non_diff)
+    ctx._non_differentiable = None
+    if node is not None:
+        node.output_meta = one_meta(info, tensor_meta(info, <Tensor>out)
+                                    if isinstance(out, Tensor) else None)
+        convert_saved(ctx, node, out, output)
+    elif ctx._to_save is not None:
+        ctx._saved = None
+    return out
+
+
+cdef object result_output(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode node, object o,
+                          Py_ssize_t i, tuple args, tuple non_diff):
+    """Forward's output i as apply returns it; attached to node as output i when recorded."""
+    if not isinstance(o, Tensor):
+        return o
+    cdef Tensor t = <Tensor>o
+    if ctx._dirty is not None and is_in(t, ctx._dirty):
+        check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
+    elif is_in(t, args) or t.requires_grad_c():
+        # an input (or a tensor with a history of its own) returned: a new tensor over
+        # its memory, so the input keeps its history and leaf status
+        t = wrap_like_view(t.data, t)
+    if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
+        if ctx._dirty is not None and is_in(t, ctx._dirty):
+            mark_graph_changed(t)
+            attach_inplace_output(t, node)
+            t._output_nr = i
+        else:
+            attach_output(t, node, i)
+        gc_track(t)
+    return t
 
 
 cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
@@ -453,24 +585,41 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
     ctx._for_forward = None
 
 
-cdef void convert_saved(FunctionCtx ctx, Node node, tuple result, tuple outs) except *:
-    """The tensors given to save_for_backward as SavedTensors: outputs without a cycle."""
-    if ctx._to_save is None:
+cdef void convert_saved(FunctionCtx ctx, Node node, object result, object outs) except *:
+    """The tensors given to save_for_backward as SavedTensors: outputs without a cycle.
+    result, outs: what apply and forward returned, as tuples, or the one value of each."""
+    cdef tuple to_save = ctx._to_save
+    if to_save is None:
         return
-    cdef list saved = []
-    cdef Py_ssize_t k
-    for t in ctx._to_save:
-        if t is None:
-            saved.append(None)
-            continue
-        for k in range(len(outs)):
-            if outs[k] is t and (<Tensor>result[k])._grad_fn is node:
-                saved.append(save_tensor(<Tensor>result[k], node, True))
-                break
-        else:
-            saved.append(save_tensor(<Tensor>t, node, False))
-    ctx._saved = tuple(saved)
+    cdef Py_ssize_t n = len(to_save), i
+    if n == 1 and to_save[0] is not None:
+        ctx._saved = saved_entry(<Tensor>to_save[0], node, result, outs)
+    else:
+        saved = PyTuple_New(n)
+        for i in range(n):
+            t = to_save[i]
+            entry = None if t is None else saved_entry(<Tensor>t, node, result, outs)
+            Py_INCREF(entry)
+            PyTuple_SET_ITEM(saved, i, entry)
+        ctx._saved = saved
     ctx._to_save = None
+
+
+cdef SavedTensor saved_entry(Tensor t, Node node, object result, object outs):
+    """t saved for node: as an output (Note [Saved outputs]) when forward returned it."""
+    cdef Py_ssize_t k
+    if not isinstance(outs, tuple):                  # forward returned one value
+        return save_tensor(<Tensor>result, node, True) if is_own_output(t, outs, result, node) \
+            else save_tensor(t, node, False)
+    for k in range(len(<tuple>outs)):
+        if is_own_output(t, outs[k], result[k], node):
+            return save_tensor(<Tensor>result[k], node, True)
+    return save_tensor(t, node, False)
+
+
+cdef inline bint is_own_output(Tensor t, object output, object out, Node node):
+    """Is t the output forward returned that apply gave back (out) as node's?"""
+    return output is t and isinstance(out, Tensor) and (<Tensor>out)._grad_fn is node
 
 
 # -- once_differentiable -------------------------------------------------------------------------

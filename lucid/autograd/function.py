@@ -52,6 +52,9 @@ class Function:
         setup = None if cls.setup_context is Function.setup_context else cls.setup_context
         cls._lucid_info = _core.FunctionInfo(cls, _core.make_backward_class(cls), forward,
                                              backward, jvp, setup)
+        own_apply = cls.__dict__.get("apply")
+        if own_apply is None or isinstance(own_apply, _core.FunctionApply):
+            cls.apply = _core.FunctionApply(cls._lucid_info)     # apply with this info at hand
         return cls._lucid_info
 
     @staticmethod
@@ -73,7 +76,8 @@ class Function:
     # Optional: @staticmethod jvp(ctx, *tangents) -> one tangent per output (forward mode);
     # ctx.save_for_forward(*tensors) in forward keeps what it needs (ctx.saved_tensors in jvp).
 
-    # Function.apply(*args): run forward and record the call for backward (compiled).
+    # Function.apply(*args): run forward and record the call for backward (compiled); every
+    # subclass gets its own _core.FunctionApply, which skips the per-call class lookups.
     apply = classmethod(_core.function_apply)
 
 
