@@ -262,7 +262,8 @@ def write_plot(report, path):
     fig = plt.figure(figsize=(max(8, 0.45 * len(bars) + 2), 9 if scaling else 5))
     ax = fig.add_subplot(2 if scaling else 1, 1, 1)
     names = sorted({r["name"] for _, r in bars}, key=lambda n: (n.count("/") != 1, n))
-    colors = dict(zip(names, plt.cm.tab10.colors))
+    palette = plt.cm.tab20.colors           # more ratio names than colours: the colours repeat
+    colors = {n: palette[i % len(palette)] for i, n in enumerate(names)}
     for i, (label, r) in enumerate(bars):
         ax.bar(i, r["value"], color=colors[r["name"]],
                yerr=[[r["value"] - r["low"]], [r["high"] - r["value"]]], capsize=3)

@@ -79,3 +79,16 @@ def test_compare_accepts_inf_and_names_the_mismatch():
     ok, msg = _harness.compare([ref[0].astype(np.float64)], ref, 1e-3, 1e-5)
     assert not ok and "float64" in msg
     assert not _harness.compare(None, ref, 1e-3, 1e-5)[0]
+
+
+def test_plot_has_a_colour_for_every_ratio_name(tmp_path):
+    """A report with more ratio names than a palette has colours still plots (a full run has
+    over twenty: the default ratios and the workloads' extra ones)."""
+    pytest.importorskip("matplotlib", reason="matplotlib (the bench extra) draws the chart")
+    ratios = [{"variant": "main", "name": f"lucid/extra{k}", "value": 1.0 + k, "low": 0.5 + k,
+               "high": 1.5 + k, "target": None} for k in range(25)]
+    report = {"workloads": [{"id": "W0", "kind": "ratios", "ratios": ratios}],
+              "env": {"torch": None, "date_utc": "2026-12-01T00:00:00", "git": "abc"}}
+    path = tmp_path / "chart.png"
+    assert _report.write_plot(report, str(path)) is None
+    assert path.stat().st_size > 0
