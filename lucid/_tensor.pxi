@@ -87,7 +87,15 @@ cdef class Tensor:
 
     @property
     def grad(self):
-        """The gradient backward accumulated (None until then); settable to a matching tensor."""
+        """The gradient backward accumulated (None until then); settable to a matching tensor.
+        Reading it on a non-leaf that does not retain its gradient warns, as PyTorch does: backward
+        never fills it (call retain_grad() first)."""
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn("the .grad of a tensor that is not a leaf is being read; backward does "
+                          "not fill it. Call .retain_grad() on the tensor before backward to keep "
+                          "its gradient, or take the gradient of the leaf instead.", UserWarning,
+                          stacklevel=2)
         return self._grad
 
     @grad.setter

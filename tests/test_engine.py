@@ -459,7 +459,8 @@ def test_non_leaf_hook_replaces_gradient_flowing_on():
     assert len(seen) == 1
     assert_close(seen[0], [6.0, 12.0])
     assert_close(x.grad, [180.0, 360.0])
-    assert y.grad is None
+    with pytest.warns(UserWarning, match="not a leaf"):
+        assert y.grad is None
 
 
 def test_non_leaf_hook_remove_and_none():
@@ -504,7 +505,8 @@ def test_non_leaf_grad_is_none_without_retain_grad():
     x = f64([1.0, -1.0], requires_grad=True)
     y = x * 2.0
     (y * y).sum().backward()
-    assert y.grad is None
+    with pytest.warns(UserWarning, match="not a leaf.*retain_grad"):   # as PyTorch warns
+        assert y.grad is None
     assert not y.retains_grad
 
 
@@ -916,3 +918,19 @@ def test_inputs_leaf_grad_accumulates_in_place():
     assert_close(x.grad, [6.0, 8.0])
     assert_close(g_first, [6.0, 8.0])
     assert y.grad is None
+
+
+def test_reading_grad_warns_only_on_a_non_leaf_that_does_not_retain_it():
+    """PyTorch's rule: a leaf's .grad and a retained non-leaf's .grad read silently."""
+    import warnings
+    x = f64([1.0, 2.0], requires_grad=True)
+    kept, dropped = x * 2.0, x * 3.0
+    kept.retain_grad()
+    (kept * dropped).sum().backward()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert x.grad is not None and kept.grad is not None
+        assert f64([1.0]).grad is None                 # a leaf that never required grad
+    assert seen == []
+    with pytest.warns(UserWarning, match="retain_grad"):
+        assert dropped.grad is None
