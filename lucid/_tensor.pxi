@@ -491,11 +491,11 @@ cdef class Tensor:
 
     def sum(self, dim=None, keepdim=False):
         """The sum of self over dim, all dims when None (lucid.sum)."""
-        return sum(self, dim, keepdim)
+        return reduce_op(self, dim, keepdim, False)
 
     def mean(self, dim=None, keepdim=False):
         """The mean of self over dim, all dims when None (lucid.mean)."""
-        return mean(self, dim, keepdim)
+        return reduce_op(self, dim, keepdim, True)
 
     # -- shape ---------------------------------------------------------------------------------
     def reshape(self, *shape):

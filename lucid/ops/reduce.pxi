@@ -1,9 +1,12 @@
 # Reductions: sum and mean over all, one or several dimensions.
 
+cdef tuple ALL_DIMS = tuple([tuple(range(n)) for n in range(33)])   # (0, ..., n-1) per n <= 32
+
+
 cdef tuple reduction_dims(object dim, Py_ssize_t ndim):
     """dim (None, int or sequence of ints) as a sorted tuple of distinct non-negative dims."""
     if dim is None:
-        return tuple(range(ndim))
+        return <tuple>ALL_DIMS[ndim] if ndim <= 32 else tuple(range(ndim))
     if isinstance(dim, (tuple, list)):
         dims = sorted({normalize_dim(d, ndim) for d in dim})
         if len(dims) != len(dim):
