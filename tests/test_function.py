@@ -12,23 +12,12 @@ import pytest
 import lucid
 from lucid.autograd import Function
 from conftest import assert_close, f64, numerical_vjp, to_numpy
+from shared_functions import Square
 
 
 # ---------------------------------------------------------------------------------------------
 # Functions used by several tests
 # ---------------------------------------------------------------------------------------------
-
-class Square(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 2.0 * g * x
-
 
 class Exp(Function):
     """Saves its output (API.md example)."""

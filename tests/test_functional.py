@@ -8,6 +8,7 @@ import lucid
 import lucid.autograd.forward_ad as fwAD
 from lucid.autograd import Function
 from lucid.autograd import functional as F
+from shared_functions import Cube
 
 from functional_cases import (
     assert_unchanged, fd_jacobian, gauss_grad_hess_np,
@@ -278,22 +279,8 @@ def test_hvp_inside_a_dual_level_uses_reverse_over_reverse():
     close(hv, so.rosen_hess_prod(X0, V0), rtol=1e-10)
 
 
-class CubeNoJvp(Function):
-    """y = x^3 without a jvp."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 3.0 * x * x
-
-
 def test_hvp_with_a_function_without_jvp_falls_back():
-    _, hv = F.hvp(lambda x: CubeNoJvp.apply(x).sum(), t64([1.0, 2.0]), t64([1.0, 1.0]))
+    _, hv = F.hvp(lambda x: Cube.apply(x).sum(), t64([1.0, 2.0]), t64([1.0, 1.0]))
     close(hv, [6.0, 12.0])
 
 

@@ -15,6 +15,7 @@ import lucid
 from lucid.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
 from lucid.utils.checkpoint import checkpoint, checkpoint_sequential
 from conftest import assert_close
+from shared_functions import Cube
 
 
 def f64(values, requires_grad=False):
@@ -94,17 +95,6 @@ def test_identity_hook_on_a_saved_output_forms_no_cycle(gc_off):
 
 def test_function_save_for_backward_goes_through_the_hooks():
     calls = []
-
-    class Cube(lucid.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * g * x * x
 
     x = f64([1.0, -2.0], requires_grad=True)
     with saved_tensors_hooks(lambda t: calls.append("pack") or t.numpy().copy(),

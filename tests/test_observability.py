@@ -15,6 +15,7 @@ import pytest
 import lucid
 from lucid.autograd.graph import render, to_dot
 from conftest import assert_close
+from shared_functions import Square
 
 
 def _mlp_loss():
@@ -120,17 +121,6 @@ def test_profile_times_every_node_and_makes_a_table():
 
 
 def test_profile_hooks_and_functions_are_their_own_events():
-    class Square(lucid.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * g * x
-
     x = lucid.ones(3, requires_grad=True)
     y = Square.apply(x)
     y.register_hook(lambda g: g)

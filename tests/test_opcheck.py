@@ -9,6 +9,7 @@ import pytest
 import lucid
 from lucid.autograd import Function
 from lucid.testing import CHECKS, OpCheckError, opcheck
+from shared_functions import Square as SquareNoJvp
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -106,17 +107,7 @@ def test_samples_are_not_modified():
 
 
 def test_forward_ad_required_but_missing_fails():
-    class NoJvp(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2.0 * g * x
-
+    NoJvp = SquareNoJvp                  # saves its input, has no jvp
     assert opcheck(NoJvp.apply, SAMPLES).status("forward_ad") == "skipped"
     with pytest.raises(OpCheckError, match="forward_ad") as info:
         opcheck(NoJvp.apply, SAMPLES, check_forward_ad=True)
