@@ -242,6 +242,11 @@ cdef class RPowScalarBackward(ScalarBackward):
 cdef enum BinaryOp:
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW
 
+cdef inline int fast_op_of(int op) noexcept:
+    """The typed loop's code (_loops.h FastOp) of OP_ADD ... OP_DIV."""
+    return F_ADD if op == OP_ADD else F_SUB if op == OP_SUB else F_MUL if op == OP_MUL else F_DIV
+
+
 cdef tuple BINARY_NAMES = ("add", "sub", "mul", "div", "pow")
 cdef tuple BINARY_NODE_NAMES = ("AddBackward", "SubBackward", "MulBackward", "DivBackward",
                                 "PowBackward")
@@ -266,8 +271,7 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
         else:
             arr = as_array(ufunc(a.data, value, dtype=a.data.dtype))
     else:
-        fop = (F_ADD if op == OP_ADD else F_SUB if op == OP_SUB else F_MUL if op == OP_MUL
-               else F_DIV)
+        fop = fast_op_of(op)
         if reflected and op == OP_SUB:
             fop = F_RSUB
         elif reflected and op == OP_DIV:

@@ -64,7 +64,7 @@ cdef tuple reduced_shape(tuple shape, tuple dims, bint keepdim):
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
     cdef cnp.dtype dt = descr(a.data)
-    cdef object out_dtype = None
+    cdef object out_dtype = None if is_float_dtype(dt) else int64   # integers and bools sum to int64
     cdef object arr
     if is_mean and not is_float_dtype(dt):
         raise RuntimeError(f"mean: input dtype {dtype_name(dt)} is not floating point; "
@@ -81,8 +81,6 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
         arr = np.mean(a.data, axis=dims, keepdims=keepdim)
     else:
         arr = np.sum(a.data, axis=dims, keepdims=keepdim, dtype=out_dtype)
-    if not is_float_dtype(dt):
-        out_dtype = int64
     cdef Tensor out = wrap(as_array(arr))
     cdef SumBackward node
     if fw_active():                      # linear: the same reduction of the tangent
