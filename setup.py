@@ -40,7 +40,11 @@ else:
     # branches (lucid/_simd.h); lucid never reads the floating-point exception flags.
     # A release build carries no debug info: -g0 overrides the -g in Python's own CFLAGS
     # (7.9 MB of DWARF otherwise), and on Linux -s drops the static symbol table too.
-    COMPILE_ARGS = ["-O0", "-g"] if DEBUG else ["-O3", "-g0", "-fno-trapping-math"]
+    # -ffp-contract=off: no fused multiply-add unless written, so a typed loop gives the same
+    # bits on its vector body, its scalar head and tail, and every target_clones version
+    # (with contraction, which elements took the FMA path depended on the array's alignment).
+    COMPILE_ARGS = (["-O0", "-g"] if DEBUG else ["-O3", "-g0", "-fno-trapping-math"]) + \
+        ["-ffp-contract=off"]
     LINK_ARGS = ["-s"] if not DEBUG and sys.platform.startswith("linux") else []
 
 DIRECTIVES = {
