@@ -181,16 +181,8 @@ def _reverse_blocks(func, inputs, create_graph, strict, fn_name):
         outputs_tuple, outputs = function_outputs(func(*aliases), fn_name)
         _check_outputs_differentiable(outputs, strict, fn_name)
         rows = reverse_rows(outputs, aliases, create_graph)
-    blocks = []
-    for i, out in enumerate(outputs):
-        row = []
-        for j, x in enumerate(inputs):
-            pieces = [r[j] for r in rows[i]]
-            if strict and any(p is None for p in pieces):
-                raise _independent(fn_name, j, x, output_index=i)
-            row.append(assemble(pieces, x, tuple(out.shape) + tuple(x.shape), 0))
-        blocks.append(row)
-    return outputs_tuple, blocks
+    return outputs_tuple, _assembled(outputs, inputs, lambda i, j: [r[j] for r in rows[i]],
+                                     False, strict, fn_name)
 
 
 def _forward_blocks(func, inputs, create_graph, strict, fn_name):
@@ -207,16 +199,24 @@ def _forward_blocks(func, inputs, create_graph, strict, fn_name):
         prepared = [differentiable_alias(x) if create_graph and x.requires_grad else x.detach()
                     for x in inputs]
         outputs, _, cols = forward_columns(call, prepared)
+    return structure[0], _assembled(outputs, inputs, lambda i, j: [c[i] for c in cols[j]],
+                                    True, strict, fn_name)
+
+
+def _assembled(outputs, inputs, pieces_of, by_columns, strict, fn_name):
+    """blocks[i][j], d outputs[i] / d inputs[j] of shape out.shape + x.shape, from the pieces
+    pieces_of(i, j): rows over x's elements (reverse mode) or columns over out's (forward)."""
     blocks = []
     for i, out in enumerate(outputs):
         row = []
         for j, x in enumerate(inputs):
-            pieces = [c[i] for c in cols[j]]
+            pieces = pieces_of(i, j)
             if strict and any(p is None for p in pieces):
                 raise _independent(fn_name, j, x, output_index=i)
-            row.append(assemble(pieces, out, tuple(out.shape) + tuple(x.shape), out.ndim))
+            row.append(assemble(pieces, out if by_columns else x, tuple(out.shape) + tuple(x.shape),
+                                out.ndim if by_columns else 0))
         blocks.append(row)
-    return structure[0], blocks
+    return blocks
 
 
 def _blocks(func, inputs, create_graph, strict, strategy, fn_name):
