@@ -74,7 +74,8 @@ extensions = [
         "lucid._core",
         ["lucid/_core.pyx"],
         include_dirs=[numpy.get_include(), "lucid"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")] +
+        ([("LUCID_DEBUG", "1")] if DEBUG else []),
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
     )

@@ -44,9 +44,19 @@ cdef inline bint fast_pair(object x, object y) noexcept:
         cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.PyArray_TYPE(<cnp.ndarray>y) and same_shape(x, y)
 
 
+cdef inline object new_fast_array(int nd, cnp.npy_intp* dims, int typenum):
+    """An uninitialised C-ordered array of this shape and dtype: from the pool when one fits
+    (Note [Array pool])."""
+    cdef object out = pooled_array(typenum, nd, dims)
+    if out is None:
+        out = cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+    return out
+
+
 cdef inline object empty_like_fast(object arr):
+    """An uninitialised array of arr's dtype and shape (C order), pooled when one fits."""
     cdef cnp.ndarray a = <cnp.ndarray>arr
-    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_TYPE(a), 0)
+    return new_fast_array(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_TYPE(a))
 
 
 cdef object fast_binary(int op, object x, object y, object out):
@@ -169,7 +179,7 @@ cdef object fast_sum_all(object x, bint keepdim, double scale):
     cdef int i
     for i in range(nd):
         ones[i] = 1
-    cdef object out = cnp.PyArray_EMPTY(nd, ones, cnp.PyArray_TYPE(a), 0)
+    cdef object out = new_fast_array(nd, ones, cnp.PyArray_TYPE(a))
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
         (<double*>cnp.PyArray_DATA(<cnp.ndarray>out))[0] = \
@@ -193,7 +203,7 @@ cdef object fast_fill(tuple shape, object value_array, double scale):
     cdef cnp.npy_intp dims[32]
     for i in range(nd):
         dims[i] = shape[i]
-    cdef object out = cnp.PyArray_EMPTY(nd, dims, cnp.PyArray_TYPE(v), 0)
+    cdef object out = new_fast_array(nd, dims, cnp.PyArray_TYPE(v))
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>out)
     if cnp.PyArray_TYPE(v) == cnp.NPY_FLOAT64:
         loop_fill[double](<double*>cnp.PyArray_DATA(<cnp.ndarray>out),

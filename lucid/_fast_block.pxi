@@ -65,7 +65,7 @@ cdef object fast_reduce_block(object x, tuple dims, tuple out_shape, int kind, d
     cdef cnp.npy_intp out_dims[32]
     for i in range(out_nd):
         out_dims[i] = out_shape[i]
-    cdef object out = cnp.PyArray_EMPTY(out_nd, out_dims, cnp.PyArray_TYPE(a), 0)
+    cdef object out = new_fast_array(out_nd, out_dims, cnp.PyArray_TYPE(a))
     cdef cnp.ndarray o = <cnp.ndarray>out
     cdef bint f64 = cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64
     cdef double* acc = NULL

@@ -256,7 +256,6 @@ def _exit_dual_level(level=None):
                            f"({lucid_fw_level})")
     lucid_fw_level = 0
     rare_modes -= 1                            # Note [Rare modes]
-    empty_tangent_pool()                       # Note [Tangent pool]
 
 
 def _current_dual_level():

@@ -16,72 +16,8 @@
 #   These functions return False when they do not apply (the caller then runs the general jvp);
 #   each reads the active level once.
 #
-# Note [Tangent pool]
-#   A fused tangent is a small array that lives exactly as long as its tensor (a chain of ops
-#   makes and drops one per op), and making a NumPy array costs more than computing it. So a
-#   tensor's extra, when it dies holding a bare tangent array that nothing else references
-#   (reference count 1: no view, no buffer, no tensor was ever made of it), puts the array in a
-#   small pool, and the fused ops take their new arrays from it when one of the right dtype and
-#   shape is there. Only small arrays go in (at most POOL_ELEMENTS elements, POOL_SIZE arrays),
-#   and leaving a dual level empties the pool, so it holds no memory outside one.
-
-from cpython.ref cimport Py_REFCNT
-from numpy cimport PyArrayObject
-from libc.string cimport memcpy
-
-cdef enum:
-    POOL_SIZE = 8
-    POOL_ELEMENTS = 2048
-
-cdef PyObject* tangent_pool[POOL_SIZE]    # owned references; the first pool_count are set
-cdef int pool_count = 0
-
-
-cdef void recycle_tangent(PyObject* g) noexcept:
-    """Keep g (borrowed), a dying extra's tangent, for reuse when it is a bare small array that
-    nothing else references (Note [Tangent pool])."""
-    global pool_count
-    if g == NULL or pool_count == POOL_SIZE or not cnp.PyArray_CheckExact(<object>g) or \
-            Py_REFCNT(<object>g) != 1:
-        return
-    cdef cnp.ndarray a = <cnp.ndarray>g
-    if cnp.PyArray_SIZE(a) <= POOL_ELEMENTS and is_fast(a) and cnp.PyArray_ISWRITEABLE(a):
-        Py_INCREF(a)
-        tangent_pool[pool_count] = g
-        pool_count += 1
-
-
-cdef void empty_tangent_pool() noexcept:
-    """Drop every pooled array (leaving a dual level)."""
-    global pool_count
-    while pool_count > 0:
-        pool_count -= 1
-        Py_XDECREF(tangent_pool[pool_count])
-
-
-cdef object tangent_empty(object like):
-    """An uninitialised fast array of like's dtype and shape: from the pool when one fits."""
-    global pool_count
-    cdef cnp.ndarray a = <cnp.ndarray>like
-    cdef PyArrayObject* p
-    cdef int i, d, nd = cnp.PyArray_NDIM(a)
-    cdef object found
-    for i in range(pool_count - 1, -1, -1):
-        p = <PyArrayObject*>tangent_pool[i]
-        if cnp.PyArray_TYPE(<cnp.ndarray>p) != cnp.PyArray_TYPE(a) or \
-                cnp.PyArray_NDIM(<cnp.ndarray>p) != nd:
-            continue
-        for d in range(nd):
-            if cnp.PyArray_DIMS(<cnp.ndarray>p)[d] != cnp.PyArray_DIMS(a)[d]:
-                break
-        else:
-            found = <object>tangent_pool[i]     # a new reference; the pool's is dropped
-            Py_XDECREF(tangent_pool[i])
-            pool_count -= 1
-            tangent_pool[i] = tangent_pool[pool_count]
-            return found
-    return empty_like_fast(like)
-
+#   Their new arrays come from empty_like_fast, so a chain of fused ops reuses the tangent arrays
+#   of the tensors it drops (Note [Array pool]).
 
 cdef object NOT_FUSABLE = object()      # fused_input: the tangent is there, but not fast
 
@@ -104,8 +40,8 @@ cdef Py_ssize_t fused_tangents_made = 0   # for the tests: how many tangents wer
 
 
 def _fused_tangent_stats():
-    """(tangents made by the fused path so far, arrays in the tangent pool now): for the tests."""
-    return fused_tangents_made, pool_count
+    """Tangents made by the fused path so far: for the tests."""
+    return fused_tangents_made
 
 
 cdef inline void give_tangent(Tensor out, object arr, long level) except *:
@@ -125,12 +61,12 @@ cdef inline void give_tangent(Tensor out, object arr, long level) except *:
 
 cdef object fast_negative(object x):
     """-x into a new array (np.negative's values: x * -1 is exact, and makes -0 of +0); x fast."""
-    return fast_scalar_into(F_MUL, x, -1.0, tangent_empty(x))
+    return fast_scalar_into(F_MUL, x, -1.0, empty_like_fast(x))
 
 
 cdef object fast_copy(object x):
     """A copy of x in new memory; x fast."""
-    cdef object out = tangent_empty(x)
+    cdef object out = empty_like_fast(x)
     cdef cnp.ndarray a = <cnp.ndarray>x
     memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), cnp.PyArray_DATA(a), cnp.PyArray_NBYTES(a))
     return out
@@ -165,7 +101,7 @@ cdef bint fused_scalar_tangent(int fop, Tensor a, double s, Tensor out) except -
     elif fop == F_RSUB:
         arr = fast_negative(ta)
     else:
-        arr = fast_scalar_into(fop, ta, s, tangent_empty(ta))
+        arr = fast_scalar_into(fop, ta, s, empty_like_fast(ta))
     give_tangent(out, arr, level)
     return True
 
@@ -178,17 +114,17 @@ cdef object fused_binary_terms(int op, object ta, object tb, object x, object y)
     None (that term is absent)."""
     cdef object tx = None, ty = None
     if (op == OP_ADD or op == OP_SUB) and ta is not None and tb is not None:
-        return fast_binary(op, ta, tb, tangent_empty(ta))     # ta + tb; ta + (-tb) is exactly ta - tb
+        return fast_binary(op, ta, tb, empty_like_fast(ta))     # ta + tb; ta + (-tb) is exactly ta - tb
     if ta is not None:                   # add, sub: ta; mul: ta*y; div: ta/y
         tx = fast_copy(ta) if op == OP_ADD or op == OP_SUB else \
-            fast_binary(F_MUL if op == OP_MUL else F_DIV, ta, y, tangent_empty(ta))
+            fast_binary(F_MUL if op == OP_MUL else F_DIV, ta, y, empty_like_fast(ta))
     if tb is not None:                   # add: tb; sub: -tb; mul: tb*x; div: -(tb*x)/(y*y)
         if op == OP_ADD:
             ty = fast_copy(tb)
         elif op == OP_SUB:
             ty = fast_negative(tb)
         else:
-            ty = fast_binary(F_MUL, tb, x, tangent_empty(tb))
+            ty = fast_binary(F_MUL, tb, x, empty_like_fast(tb))
             if op == OP_DIV:
                 fast_binary(F_DIV, ty, fast_binary(F_MUL, y, y, None), ty)
                 ty = fast_negative(ty)
@@ -221,13 +157,13 @@ cdef object fused_unary_term(unary_rule rule, object t, object x, object y):
     """rule(t, x, y) on fast arrays for the rules with a typed form, else None: exp t*y,
     log t/x, tanh t*(1 - y*y), sigmoid t*y*(1 - y), sqrt t/(y*2)."""
     if rule == exp_rule:
-        return fast_binary(F_MUL, t, y, tangent_empty(t))
+        return fast_binary(F_MUL, t, y, empty_like_fast(t))
     if rule == log_rule:
-        return fast_binary(F_DIV, t, x, tangent_empty(t))
+        return fast_binary(F_DIV, t, x, empty_like_fast(t))
     if rule == tanh_rule or rule == sigmoid_rule:
-        return fast_fused_backward(rule == tanh_rule, t, y, tangent_empty(t))
+        return fast_fused_backward(rule == tanh_rule, t, y, empty_like_fast(t))
     if rule == sqrt_rule:
-        return fast_binary(F_DIV, t, fast_scalar(F_MUL, y, 2.0), tangent_empty(t))
+        return fast_binary(F_DIV, t, fast_scalar(F_MUL, y, 2.0), empty_like_fast(t))
     return None
 
 

@@ -8,6 +8,9 @@ cdef class Tensor:
         raise TypeError("make tensors with lucid.tensor(), lucid.from_numpy() or the constructors "
                         "(lucid.zeros, lucid.ones, ...)")
 
+    def __dealloc__(self):
+        recycle_array(<PyObject*>self.data)         # Note [Array pool]
+
     # -- storage and version -------------------------------------------------------------------
     cdef Storage storage(self):
         if self._storage is None:
@@ -951,7 +954,7 @@ cdef class TensorExtra:
     tensor made in a dual level gets one for its tangent."""
 
     def __dealloc__(self):
-        recycle_tangent(<PyObject*>self.fw_grad)     # Note [Tangent pool]
+        recycle_array(<PyObject*>self.fw_grad)      # Note [Array pool]
 
 
 cdef TensorExtra tensor_extra(Tensor t):
