@@ -5,8 +5,8 @@ C call; each piece is its own include file, one job each (see DESIGN.md).
 """
 cimport cython
 cimport numpy as cnp
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from cpython.object cimport PyTypeObject
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_REFCNT
+from cpython.object cimport PyTypeObject, destructor
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef

@@ -8,9 +8,6 @@ cdef class Tensor:
         raise TypeError("make tensors with lucid.tensor(), lucid.from_numpy() or the constructors "
                         "(lucid.zeros, lucid.ones, ...)")
 
-    def __dealloc__(self):
-        recycle_array(<PyObject*>self.data)         # Note [Array pool]
-
     # -- storage and version -------------------------------------------------------------------
     cdef Storage storage(self):
         if self._storage is None:
@@ -953,8 +950,30 @@ cdef class TensorExtra:
     """A tensor's rarely used state (fields in _core.pxd); kept on a free list, since every
     tensor made in a dual level gets one for its tangent."""
 
-    def __dealloc__(self):
-        recycle_array(<PyObject*>self.fw_grad)      # Note [Array pool]
+
+cdef extern from "Python.h":
+    void Py_SET_REFCNT(PyObject* o, Py_ssize_t n)
+    Py_ssize_t refcount_of "Py_REFCNT"(PyObject* o)     # borrowed: no reference taken to read it
+
+cdef destructor cython_tensor_dealloc = (<PyTypeObject*>Tensor).tp_dealloc
+
+
+cdef void tensor_dealloc(PyObject* o) noexcept:
+    """Tensor's tp_dealloc: its array, and its extra's tangent when the extra dies with it, go to
+    the array pool (Note [Array pool]); then Cython's deallocation. Not a __dealloc__: Cython
+    wraps that in a save and restore of the exception state, which cost more than the pool saves,
+    and nothing here can raise or run Python code."""
+    Py_SET_REFCNT(o, 1)                  # the borrowed view below takes and drops a reference
+    cdef Tensor t = <Tensor>o
+    recycle_array(<PyObject*>t.data)
+    if t._extra is not None and refcount_of(<PyObject*>t._extra) == 1:
+        recycle_array(<PyObject*>t._extra.fw_grad)
+    t = None
+    Py_SET_REFCNT(o, 0)
+    cython_tensor_dealloc(o)
+
+
+(<PyTypeObject*>Tensor).tp_dealloc = tensor_dealloc
 
 
 cdef TensorExtra tensor_extra(Tensor t):

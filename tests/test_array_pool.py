@@ -182,3 +182,20 @@ def test_values_survive_gc_of_cycles_holding_tensors(rng):
     gc.collect()
     churn(values)
     np.testing.assert_array_equal(keep.numpy(), expected)
+
+
+def test_a_dual_chain_reuses_primal_and_tangent_arrays(rng):
+    """Each step makes two primals and two tangents; the tensors and tangents the previous step
+    dropped supply all four (a tangent is recycled with its tensor, through the tensor's extra)."""
+    import lucid.autograd.forward_ad as fwAD
+    x, tx = rng.standard_normal(SHAPE), rng.standard_normal(SHAPE)
+    steps = 50
+    with fwAD.dual_level():
+        y = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
+        y = y * 0.5 + 1.0
+        before = reuses()
+        for _ in range(steps):
+            y = y * 0.5 + 1.0
+        made = reuses() - before
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), tx * 0.5 ** (steps + 1))
+    assert made >= 4 * steps - 4
