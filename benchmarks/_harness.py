@@ -154,7 +154,8 @@ def env_info(libs):
         "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "numpy": np.__version__, "git": _git_describe(),
-        "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE",) + THREAD_VARS},
+        "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") +
+                THREAD_VARS},
     }
     try:
         import threadpoolctl

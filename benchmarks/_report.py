@@ -132,6 +132,16 @@ def _time_cell(rec, phase=None):
     return "-" if m is None else fmt_time(float(np.median(m)) * 1e-9)
 
 
+def blas_kernels(env):
+    """'BLAS kernels: openblas SkylakeX; ' from threadpoolctl's record (what the matrix products
+    of W3, W8, W9 and W11 ran on), or '' when it was not importable."""
+    pools = [p for p in env.get("threadpools") or [] if p.get("internal_api") != "openmp"]
+    if not pools:
+        return ""
+    return "BLAS kernels: " + ", ".join(f"{p.get('internal_api')} {p.get('architecture')}"
+                                        for p in pools) + "; "
+
+
 def format_report(report):
     wls = [w for w in report["workloads"] if w.get("kind") != "scaling"]
     env, cfg = report["env"], report["config"]
@@ -143,7 +153,7 @@ def format_report(report):
              f"git {env.get('git') or '?'}",
              f"threads: OMP/OPENBLAS/MKL={e.get('OMP_NUM_THREADS')}/"
              f"{e.get('OPENBLAS_NUM_THREADS')}/{e.get('MKL_NUM_THREADS')}; "
-             f"OPENBLAS_CORETYPE={e.get('OPENBLAS_CORETYPE')}; "
+             f"OPENBLAS_CORETYPE={e.get('OPENBLAS_CORETYPE')}; {blas_kernels(env)}"
              f"mode={'quick' if cfg['quick'] else 'full'}; clock={cfg['clock']}", ""]
     if not wls:
         return "\n".join(lines[:2])
