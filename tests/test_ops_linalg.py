@@ -274,3 +274,35 @@ def test_gaussian_log_likelihood_matches_closed_form(rng):
         return -0.5 * (w * w).sum() - lucid.log(c[..., np.arange(n), np.arange(n)]).sum()
 
     assert gradgradcheck(loglik_of, (lucid.tensor(cov, dtype=lucid.float64, requires_grad=True),))
+
+
+# -- matmul's gradients laid out like transposed operands --------------------------------------
+
+@pytest.mark.parametrize("transposed", ["left", "right", "both"])
+def test_matmul_gradient_of_a_transposed_operand(transposed, rng):
+    """x @ w.T (and w.T @ x): the gradient reaching w through the transpose is row-major, its
+    values x^T g's; the second derivatives (gradgradcheck) and the gradient's own values
+    (gradcheck) are those of the plain formula."""
+    x0, w0 = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    x = lucid.tensor(x0, requires_grad=True)
+    w = lucid.tensor(w0, requires_grad=True)
+
+    def f(x, w):
+        if transposed == "left":
+            return w.transpose(0, 1).transpose(0, 1) @ x.transpose(0, 1)   # (4,3) @ (3,5)
+        if transposed == "right":
+            return x @ w.transpose(0, 1)                                   # (5,3) @ (3,4)
+        return w.transpose(0, 1).transpose(0, 1) @ (x.transpose(0, 1) @ x) @ w.transpose(0, 1)
+
+    g0 = rng.standard_normal(f(x, w).shape)
+    (f(x, w) * lucid.tensor(g0)).sum().backward()
+    if transposed == "right":
+        np.testing.assert_allclose(w.grad.numpy(), g0.T @ x0, rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), g0 @ w0, rtol=1e-12)
+    if transposed == "left":
+        np.testing.assert_allclose(x.grad.numpy(), (w0.T @ g0).T, rtol=1e-12)
+    for leaf in (x, w):
+        assert leaf.grad.numpy().flags["C_CONTIGUOUS"]
+    (gw,) = lucid.autograd.grad((f(x, w) ** 2).sum(), [w], create_graph=True)
+    assert gw.detach().numpy().flags["C_CONTIGUOUS"]
+    assert gradcheck(f, (x, w)) and gradgradcheck(f, (x, w))

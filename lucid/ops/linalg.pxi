@@ -28,12 +28,28 @@ cdef class MatmulBackward(Node):
         cdef Tensor g2 = reshape(g, gs)
         gx = gy = None
         if needs(self, 0):
-            gx = sum_to(matmul(g2, transpose(y2, -1, -2)), x2.data.shape)
+            if transposed_matrix(x2.data) and ndim_of(y2.data) == 2:
+                gx = transpose(matmul(y2, transpose(g2, -1, -2)), -1, -2)   # laid out like x
+            else:
+                gx = sum_to(matmul(g2, transpose(y2, -1, -2)), x2.data.shape)
             gx = reduce_grad(reshape(gx, xs) if len(xs) == 1 else gx, None, self.a_dtype)
         if needs(self, 1):
-            gy = sum_to(matmul(transpose(x2, -1, -2), g2), y2.data.shape)
+            if transposed_matrix(y2.data) and ndim_of(x2.data) == 2:
+                gy = transpose(matmul(transpose(g2, -1, -2), x2), -1, -2)   # laid out like y
+            else:
+                gy = sum_to(matmul(transpose(x2, -1, -2), g2), y2.data.shape)
             gy = reduce_grad(reshape(gy, ys) if len(ys) == 1 else gy, None, self.b_dtype)
         return (gx, gy)
+
+
+cdef inline bint transposed_matrix(object arr) noexcept:
+    """A 2-D array in column-major order only (typically w.T of a row-major w): its matmul
+    gradient is computed as the transpose of a row-major product, so that the gradient that
+    reaches w through the transpose is row-major too (a mixed-layout sum of gradients makes
+    NumPy copy one operand through a buffer)."""
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    return cnp.PyArray_NDIM(a) == 2 and cnp.PyArray_IS_F_CONTIGUOUS(a) and \
+        not cnp.PyArray_IS_C_CONTIGUOUS(a)
 
 
 cdef Tensor matmul_jvp(Tensor a, Tensor b, Tensor out):
