@@ -136,6 +136,42 @@ cdef inline void prefetch_children(Node node) noexcept:
             __builtin_prefetch(p + 128)
 
 
+# Note [Gradient tuple]
+#   Every node's apply takes a tuple of its output gradients; for the common one-output node the
+#   engine would make and free a 1-tuple per node (~130 instructions: allocation, GC tracking,
+#   the trashcan on free). A traversal instead keeps one 1-tuple and refills it: it is refilled
+#   only while the traversal's reference is the only one (an apply or hook that kept the tuple
+#   gets it, and the next node gets a new one), and its item is cleared right after the apply,
+#   so the gradient's reference count says who holds it (ownership passing in add_to_buffer).
+cdef extern from *:
+    """
+    static inline PyObject* lucid_single_tuple(PyObject** cache, PyObject* item) {
+        PyObject* t = *cache;
+        if (t == NULL || Py_REFCNT(t) != 1) {
+            *cache = NULL;
+            Py_XDECREF(t);
+            t = PyTuple_New(1);
+            if (t == NULL) return NULL;
+            *cache = t;
+        }
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(t, 0, item);
+        Py_INCREF(t);
+        return t;
+    }
+    static inline void lucid_single_clear(PyObject** cache) {
+        PyObject* t = *cache;
+        if (t != NULL && Py_REFCNT(t) == 1) {
+            PyObject* item = PyTuple_GET_ITEM(t, 0);
+            PyTuple_SET_ITEM(t, 0, NULL);
+            Py_XDECREF(item);
+        }
+    }
+    """
+    tuple lucid_single_tuple(PyObject** cache, object item)
+    void lucid_single_clear(PyObject** cache)
+
+
 cdef struct NodeStack:
     PyObject** items        # borrowed: every node on it is held by the traversal's node list
     Py_ssize_t size
@@ -444,6 +480,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef dict substitutes = {}                        # Note [Threads]: stand-ins for shared leaves
     cdef list nodes = []
     cdef NodeStack ready = NodeStack(NULL, 0, 0)      # nodes whose dependencies are all done
+    cdef PyObject* single = NULL                      # Note [Gradient tuple] (owned)
     cdef list captured = None
     cdef Node node, child
     cdef Tensor g
@@ -495,7 +532,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
             node.buffer = None
             node.buffer_owned = 0
             if node.num_outputs == 1:
-                grads = (buf,)
+                grads = lucid_single_tuple(&single, buf)   # Note [Gradient tuple]
                 any_grad = buf is not None
             else:
                 grads = tuple(buf) if buf is not None else (None,) * node.num_outputs
@@ -545,6 +582,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
                 counters.nodes_skipped += 1
             grads = None                               # drop the engine's references to what
             buf = None                                 # apply got, so ownership can pass on
+            lucid_single_clear(&single)
             for i in range(node.num_inputs):
                 if node.next_edges[i].node == NULL:
                     continue
@@ -565,6 +603,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
         return captured
     finally:
         PyMem_Free(ready.items)
+        Py_XDECREF(single)
         if not completed:                  # every node run cleared its own buffer
             for node in nodes:
                 node.buffer = None

@@ -934,3 +934,34 @@ def test_reading_grad_warns_only_on_a_non_leaf_that_does_not_retain_it():
     assert seen == []
     with pytest.warns(UserWarning, match="retain_grad"):
         assert dropped.grad is None
+
+
+# ---------------------------------------------------------------------------------------------
+# the reused gradient tuple (Note [Gradient tuple])
+# ---------------------------------------------------------------------------------------------
+
+def _chain_with_kept_tuples():
+    """A chain of one-output nodes, each with a post-hook that keeps the grad_outputs tuple it
+    is given, with a copy of the gradient in it: [(tensor, tuple, values)]."""
+    x = f64(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    kept, ys = [], []
+    y = x
+    for k in range(6):
+        y = y * float(k + 2)
+        ys.append(y)
+    for y in ys:
+        y.grad_fn.register_hook(
+            lambda gi, go, y=y: kept.append((y, go, to_numpy(go[0]).copy())))
+    ys[-1].sum().backward()
+    return kept
+
+
+def test_a_kept_grad_outputs_tuple_keeps_its_gradient():
+    kept = _chain_with_kept_tuples()
+    assert len(kept) == 6
+    tuples = [go for _, go, _ in kept]
+    assert len({id(t) for t in tuples}) == 6                 # every node gave its own tuple
+    for _, go, values in kept:
+        assert len(go) == 1
+        np.testing.assert_array_equal(to_numpy(go[0]), values)   # unchanged since the hook ran
+
