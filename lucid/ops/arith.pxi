@@ -187,24 +187,28 @@ cdef class RSubScalarBackward(ScalarBackward):
         return (neg(grads[0]),)
 
 
+cdef inline Tensor scaled_gradient(ScalarBackward node, Tensor g, int fop):
+    """g (fop) node.scalar for fop F_MUL or F_DIV: into g itself when the engine let node own it,
+    by the typed loop into a new tensor when nothing can be recorded (grad mode off, no dual
+    level) and g is fast, else by the op (which records under create_graph)."""
+    if may_overwrite(node, g):
+        fast_scalar_into(fop, g.data, node.scalar, g.data)
+        return g
+    if not grad_enabled() and not fw_active() and is_fast(g.data):
+        return wrap(fast_scalar(fop, g.data, node.scalar))
+    return mul(g, node.scalar) if fop == F_MUL else div(g, node.scalar)
+
+
 cdef class MulScalarBackward(ScalarBackward):
     """z = x * s  ->  gx = g*s"""
     cdef tuple apply(self, tuple grads):
-        cdef Tensor g = grads[0]
-        if may_overwrite(self, g):
-            fast_scalar_into(F_MUL, g.data, self.scalar, g.data)
-            return (g,)
-        return (mul(g, self.scalar),)
+        return (scaled_gradient(self, <Tensor>grads[0], F_MUL),)
 
 
 cdef class DivScalarBackward(ScalarBackward):
     """z = x / s  ->  gx = g/s"""
     cdef tuple apply(self, tuple grads):
-        cdef Tensor g = grads[0]
-        if may_overwrite(self, g):
-            fast_scalar_into(F_DIV, g.data, self.scalar, g.data)
-            return (g,)
-        return (div(g, self.scalar),)
+        return (scaled_gradient(self, <Tensor>grads[0], F_DIV),)
 
 
 cdef class RDivScalarBackward(ScalarBackward):
