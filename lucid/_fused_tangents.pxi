@@ -61,7 +61,7 @@ cdef inline void give_tangent(Tensor out, object arr, long level) except *:
 
 cdef object fast_negative(object x):
     """-x into a new array (np.negative's values: x * -1 is exact, and makes -0 of +0); x fast."""
-    return fast_scalar_into(F_MUL, x, -1.0, empty_like_fast(x))
+    return fast_scalar(F_MUL, x, -1.0)
 
 
 cdef object fast_copy(object x):
@@ -101,7 +101,7 @@ cdef bint fused_scalar_tangent(int fop, Tensor a, double s, Tensor out) except -
     elif fop == F_RSUB:
         arr = fast_negative(ta)
     else:
-        arr = fast_scalar_into(fop, ta, s, empty_like_fast(ta))
+        arr = fast_scalar(fop, ta, s)
     give_tangent(out, arr, level)
     return True
 
@@ -114,17 +114,17 @@ cdef object fused_binary_terms(int op, object ta, object tb, object x, object y)
     None (that term is absent)."""
     cdef object tx = None, ty = None
     if (op == OP_ADD or op == OP_SUB) and ta is not None and tb is not None:
-        return fast_binary(op, ta, tb, empty_like_fast(ta))     # ta + tb; ta + (-tb) is exactly ta - tb
+        return fast_binary(op, ta, tb, None)     # ta + tb; ta + (-tb) is exactly ta - tb
     if ta is not None:                   # add, sub: ta; mul: ta*y; div: ta/y
         tx = fast_copy(ta) if op == OP_ADD or op == OP_SUB else \
-            fast_binary(F_MUL if op == OP_MUL else F_DIV, ta, y, empty_like_fast(ta))
+            fast_binary(F_MUL if op == OP_MUL else F_DIV, ta, y, None)
     if tb is not None:                   # add: tb; sub: -tb; mul: tb*x; div: -(tb*x)/(y*y)
         if op == OP_ADD:
             ty = fast_copy(tb)
         elif op == OP_SUB:
             ty = fast_negative(tb)
         else:
-            ty = fast_binary(F_MUL, tb, x, empty_like_fast(tb))
+            ty = fast_binary(F_MUL, tb, x, None)
             if op == OP_DIV:
                 fast_binary(F_DIV, ty, fast_binary(F_MUL, y, y, None), ty)
                 ty = fast_negative(ty)
@@ -157,13 +157,13 @@ cdef object fused_unary_term(unary_rule rule, object t, object x, object y):
     """rule(t, x, y) on fast arrays for the rules with a typed form, else None: exp t*y,
     log t/x, tanh t*(1 - y*y), sigmoid t*y*(1 - y), sqrt t/(y*2)."""
     if rule == exp_rule:
-        return fast_binary(F_MUL, t, y, empty_like_fast(t))
+        return fast_binary(F_MUL, t, y, None)
     if rule == log_rule:
-        return fast_binary(F_DIV, t, x, empty_like_fast(t))
+        return fast_binary(F_DIV, t, x, None)
     if rule == tanh_rule or rule == sigmoid_rule:
-        return fast_fused_backward(rule == tanh_rule, t, y, empty_like_fast(t))
+        return fast_fused_backward(rule == tanh_rule, t, y)
     if rule == sqrt_rule:
-        return fast_binary(F_DIV, t, fast_scalar(F_MUL, y, 2.0), empty_like_fast(t))
+        return fast_binary(F_DIV, t, fast_scalar(F_MUL, y, 2.0), None)
     return None
 
 
