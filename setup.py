@@ -2,8 +2,11 @@
 
 LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on (and builds without
 optimisation); it never changes what is computed: both builds give the same numbers.
+LUCID_SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer (-O1 -g) and without
+the array pool, whose recycled memory would hide a use after free from ASan; run it under the
+release interpreter with libasan preloaded (.ci/sanitize, which also holds the suppressions).
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
-Switching between the two builds regenerates and recompiles the extension (the mode of the last
+Switching between the builds regenerates and recompiles the extension (the mode of the last
 build is remembered in build/lucid-build-mode), so a release build never reuses debug output.
 """
 import os
@@ -14,7 +17,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
-MODE = "debug" if DEBUG else "release"
+SANITIZE = os.environ.get("LUCID_SANITIZE", "") not in ("", "0")
+MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
 MODE_FILE = os.path.join("build", "lucid-build-mode")
 
 
@@ -46,6 +50,12 @@ else:
     COMPILE_ARGS = (["-O0", "-g"] if DEBUG else ["-O3", "-g0", "-fno-trapping-math"]) + \
         ["-ffp-contract=off"]
     LINK_ARGS = ["-s"] if not DEBUG and sys.platform.startswith("linux") else []
+    if SANITIZE:
+        # -fno-sanitize-recover: the first report ends the process, so a finding fails the run
+        SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                      "-fno-omit-frame-pointer"]
+        COMPILE_ARGS = ["-O1", "-g"] + SANITIZERS + ["-fno-trapping-math", "-ffp-contract=off"]
+        LINK_ARGS = SANITIZERS
 
 DIRECTIVES = {
     "language_level": 3,
@@ -75,7 +85,8 @@ extensions = [
         ["lucid/_core.pyx"],
         include_dirs=[numpy.get_include(), "lucid"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")] +
-        ([("LUCID_DEBUG", "1")] if DEBUG else []),
+        ([("LUCID_DEBUG", "1")] if DEBUG else []) +
+        ([("LUCID_NO_POOL", "1")] if SANITIZE else []),
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
     )

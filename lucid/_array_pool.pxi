@@ -17,7 +17,9 @@
 #   At most POOL_SIZE arrays are kept (under 128 KiB in all); when full, the oldest is dropped.
 #   The pool is used only with the GIL held (deallocation and op calls hold it).
 #   A reused array holds old values, like np.empty's; the LUCID_DEBUG build fills it with NaN
-#   first, so any reader of memory it did not write fails the tests.
+#   first, so any reader of memory it did not write fails the tests. The sanitizer build
+#   (LUCID_SANITIZE=1) keeps nothing: memory that is recycled is memory AddressSanitizer cannot
+#   see freed, so a use after free would go unreported.
 
 from cpython.ref cimport Py_REFCNT, Py_INCREF, Py_DECREF
 from numpy cimport PyArrayObject
@@ -35,8 +37,14 @@ cdef extern from *:
     #else
     #define LUCID_POISON_POOLED 0
     #endif
+    #ifdef LUCID_NO_POOL
+    #define LUCID_POOL_ENABLED 0
+    #else
+    #define LUCID_POOL_ENABLED 1
+    #endif
     """
     bint LUCID_POISON_POOLED
+    bint LUCID_POOL_ENABLED
 
 cdef enum:
     POOL_SIZE = 8
@@ -61,7 +69,7 @@ cdef inline bint poolable(PyObject* p) noexcept:
 cdef void recycle_array(PyObject* p) noexcept:
     """Keep p (borrowed: its dying owner's array) for reuse when no one else can see it."""
     global pool_count
-    if not poolable(p):
+    if not LUCID_POOL_ENABLED or not poolable(p):
         return
     if pool_count == POOL_SIZE:                  # full: the oldest goes
         Py_DECREF(<object>array_pool[0])
@@ -112,3 +120,8 @@ def _array_pool_stats(bint empty=False):
     if empty:
         empty_array_pool()
     return pool_reuses, pool_count
+
+
+def _array_pool_enabled():
+    """False in the sanitizer build, which keeps no array for reuse (Note [Array pool])."""
+    return LUCID_POOL_ENABLED

@@ -78,9 +78,11 @@
             }                                                                                \
         }                                                                                    \
     }                                                                                        \
-    /* o[r, i, j] = a[r, i, j] (op) s[r, j] (RSUB, RDIV: s first), an enum FastOp */         \
+    /* o[r, i, j] = a[r, i, j] (op) s[r, j] (RSUB, RDIV: s first), an enum FastOp; nothing \
+       when a is empty (s may then be empty too: its s[r] must not be read) */               \
     LUCID_CLONES static void lucid_binary_block_##SUFFIX(                                   \
             int op, const T* a, const T* s, T* o, long outer, long n, long inner) {         \
+        if (n <= 0 || inner <= 0) return;                                                    \
         for (long r = 0; r < outer; r++) {                                                   \
             const long start = r * n * inner;                                                \
             if (inner == 1) {                                                                \

@@ -203,6 +203,7 @@ def test_a_fused_tangent_is_one_tensor_with_its_own_memory(rng):
 
 
 def test_pooled_arrays_never_alias_a_live_tangent(rng):
+    pooling = _core._array_pool_enabled()        # the sanitizer build keeps no pool
     x, tx = positive(rng, (8,), np.float64), tangent_values(rng, (8,), np.float64)
     kept = []
     before = pool_reuses()
@@ -212,7 +213,7 @@ def test_pooled_arrays_never_alias_a_live_tangent(rng):
             y = y * 0.5 + 1.0                    # the intermediate y * 0.5 dies: pooled
             if i % 3 == 0:
                 kept.append((i, fwAD.unpack_dual(y).tangent))
-        assert pool_reuses() > before
+        assert pool_reuses() > before or not pooling
         for i, t in kept:                        # ty_i = tx * 0.5**(i + 1), unchanged since
             np.testing.assert_array_equal(t.numpy(), tx * 0.5 ** (i + 1))
         arrays = [t.numpy() for _, t in kept]
