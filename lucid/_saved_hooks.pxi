@@ -94,7 +94,8 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     try:
         packed = pack_hook(alias)
     except BaseException as e:
-        e.add_note(f"lucid: raised in a saved-tensor pack hook (saving for {owner.name()})")
+        note_hook_error(e, pack_hook, f"lucid: raised in a saved-tensor pack hook (saving for "
+                                      f"{owner.name()})")
         raise
     finally:
         restore_saved_hooks(ident, floor)
@@ -105,6 +106,13 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
         s.fw_tangent = tangent_tensor(t._extra)                 # (forward-over-reverse)
         s.fw_level = t._extra.fw_level
     return s                             # tracked by the GC: packed may be anything
+
+
+cdef void note_hook_error(BaseException e, object hook, str note):
+    """Add note to what a hook raised, unless the hook is one of lucid's own (marked
+    _lucid_internal, e.g. checkpoint's): its errors say what went wrong without it."""
+    if not getattr(hook, "_lucid_internal", False):
+        e.add_note(note)
 
 
 cdef Py_ssize_t shut_off_saved_hooks(object ident) except -1:
@@ -140,8 +148,8 @@ cdef Tensor unpack_packed(SavedTensor s, Node owner):
     try:
         got = s.unpack_hook(s.packed)
     except BaseException as e:
-        e.add_note(f"lucid: raised in a saved-tensor unpack hook (unpacking for "
-                   f"{describe(owner)})")
+        note_hook_error(e, s.unpack_hook, f"lucid: raised in a saved-tensor unpack hook "
+                                          f"(unpacking for {describe(owner)})")
         raise
     finally:
         restore_saved_hooks(ident, floor)
