@@ -363,7 +363,7 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
             raise
         finally:
             if profiling:
-                note_python_call(node, "hook", start)
+                note_python_call(node, "hook", start, fn)
         if result is not None:
             g = checked_hook_result(result, g, where, fn)
     return g
@@ -419,7 +419,7 @@ cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs,
             raise
         finally:
             if profiling:
-                note_python_call(node, "hook", start)
+                note_python_call(node, "hook", start, fn)
         if result is None:
             continue
         if isinstance(result, list):

@@ -149,7 +149,7 @@ cdef class PythonBackwardNode(Node):
             raise
         finally:
             if profiling:
-                note_python_call(self, "python", start)
+                note_python_call(self, "python", start, self.function)
         return self.checked_gradients(result)
 
     cdef tuple materialized(self, tuple grads):

@@ -10,11 +10,21 @@
 #   are kept beside it, so the memory itself is the hook's to keep or drop. Unpacking checks
 #   the version, calls unpack(packed), checks the result (a Tensor of the saved shape and
 #   dtype) and gives it the saved tensor's history back, so create_graph records through it.
+#
+# Note [Hooks inside hooks]
+#   Hooks never apply to what the hooks themselves save. While a pack or unpack hook runs, the
+#   pairs that were in the thread's stack when it was called are shut off (saved_hooks_floors:
+#   how many of the stack's pairs are, for the running hook); a pair the hook pushes itself
+#   applies while it is pushed (checkpoint's re-run inside an unpack hook relies on it), and
+#   popping it turns nothing back on. When the hook returns or raises, the floor of the hook
+#   that called it (if any) is back. lucid_saved_hooks_on is 1 exactly when this thread's
+#   stack is higher than its floor.
 
 from cpython.pythread cimport PyThread_get_thread_ident as _thread_ident
 
 cdef dict saved_hooks_stacks = {}       # thread ident -> [(pack, unpack), ...], innermost last
 cdef dict saved_hooks_disabled = {}     # thread ident -> [message, ...] of disable blocks
+cdef dict saved_hooks_floors = {}       # thread ident -> pairs shut off for the running hook
 
 
 def _push_saved_tensors_hooks(pack_hook, unpack_hook):
@@ -32,7 +42,7 @@ def _push_saved_tensors_hooks(pack_hook, unpack_hook):
     if not stack:
         rare_modes += 1                        # Note [Rare modes]
     stack.append((pack_hook, unpack_hook))
-    lucid_saved_hooks_on = 1
+    lucid_saved_hooks_on = 1 if len(stack) > saved_hooks_floors.get(ident, 0) else 0
 
 
 def _pop_saved_tensors_hooks():
@@ -42,9 +52,9 @@ def _pop_saved_tensors_hooks():
     if not stack:
         raise RuntimeError("saved_tensors_hooks: no hooks to pop in this thread")
     stack.pop()
+    lucid_saved_hooks_on = 1 if len(stack) > saved_hooks_floors.get(ident, 0) else 0
     if not stack:
         del saved_hooks_stacks[ident]
-        lucid_saved_hooks_on = 0
         rare_modes -= 1                        # Note [Rare modes]
 
 
@@ -64,8 +74,9 @@ def _pop_saved_hooks_disabled():
 
 cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     """Note [Saved-tensor hooks]: save pack(alias of t), its version counter and its history."""
-    cdef list stack = saved_hooks_stacks[_thread_ident()]
-    pack_hook, unpack_hook = stack[len(stack) - 1]
+    cdef object ident = _thread_ident()
+    cdef list stack = saved_hooks_stacks[ident]
+    pack_hook, unpack_hook = stack[len(stack) - 1]      # above the floor: lucid_saved_hooks_on
     cdef Tensor alias = wrap(t.data)
     alias._storage = t.storage()
     cdef SavedTensor s = SavedTensor.__new__(SavedTensor)
@@ -79,14 +90,15 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     elif t.requires_grad_c():
         history = gradient_node(t)       # the producer, or the leaf's accumulator
         s.output_nr = t._output_nr
-    lucid_saved_hooks_guard_off()
+    cdef Py_ssize_t floor = shut_off_saved_hooks(ident)
     try:
         packed = pack_hook(alias)
     except BaseException as e:
-        e.add_note(f"lucid: raised in a saved-tensor pack hook (saving for {owner.name()})")
+        note_hook_error(e, pack_hook, f"lucid: raised in a saved-tensor pack hook (saving for "
+                                      f"{owner.name()})")
         raise
     finally:
-        lucid_saved_hooks_guard_on()
+        restore_saved_hooks(ident, floor)
     s.packed = packed
     s.unpack_hook = unpack_hook
     s.packed_meta = (t.data.shape, t.data.dtype, history)
@@ -96,26 +108,51 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     return s                             # tracked by the GC: packed may be anything
 
 
-cdef inline void lucid_saved_hooks_guard_off() noexcept:
-    """Hooks do not apply to what the hooks themselves save (a pack hook may run ops)."""
+cdef void note_hook_error(BaseException e, object hook, str note):
+    """Add note to what a hook raised, unless the hook is one of lucid's own (marked
+    _lucid_internal, e.g. checkpoint's): its errors say what went wrong without it."""
+    if not getattr(hook, "_lucid_internal", False):
+        e.add_note(note)
+
+
+cdef Py_ssize_t shut_off_saved_hooks(object ident) except -1:
+    """Note [Hooks inside hooks]: a hook is about to run in this thread; shut off the pairs
+    now in the stack. Returns the floor to give back to restore_saved_hooks."""
     global lucid_saved_hooks_on
+    cdef Py_ssize_t previous = saved_hooks_floors.get(ident, 0)
+    cdef list stack = saved_hooks_stacks.get(ident)
+    cdef Py_ssize_t height = 0 if stack is None else len(stack)
+    if height != previous:
+        saved_hooks_floors[ident] = height
     lucid_saved_hooks_on = 0
+    return previous
 
 
-cdef inline void lucid_saved_hooks_guard_on() noexcept:
+cdef int restore_saved_hooks(object ident, Py_ssize_t floor) except -1:
+    """The hook returned or raised: the floor it was called under, and the flag it implies."""
     global lucid_saved_hooks_on
-    lucid_saved_hooks_on = 1
+    if floor:
+        saved_hooks_floors[ident] = floor
+    else:
+        saved_hooks_floors.pop(ident, None)
+    cdef list stack = saved_hooks_stacks.get(ident)
+    lucid_saved_hooks_on = 1 if stack is not None and len(stack) > floor else 0
+    return 0
 
 
 cdef Tensor unpack_packed(SavedTensor s, Node owner):
     """Note [Saved-tensor hooks]: unpack(packed), checked, with the saved tensor's history."""
     cdef tuple meta = s.packed_meta
+    cdef object ident = _thread_ident()
+    cdef Py_ssize_t floor = shut_off_saved_hooks(ident)
     try:
         got = s.unpack_hook(s.packed)
     except BaseException as e:
-        e.add_note(f"lucid: raised in a saved-tensor unpack hook (unpacking for "
-                   f"{describe(owner)})")
+        note_hook_error(e, s.unpack_hook, f"lucid: raised in a saved-tensor unpack hook "
+                                          f"(unpacking for {describe(owner)})")
         raise
+    finally:
+        restore_saved_hooks(ident, floor)
     if not isinstance(got, Tensor):
         raise RuntimeError(f"a saved-tensor unpack hook returned {type(got).__name__} for "
                            f"{describe(owner)}; it must return a Tensor")

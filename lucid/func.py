@@ -33,7 +33,8 @@ from .autograd._aliases import (
 )
 from .autograd._jacobian import assemble, forward_columns, reverse_rows
 from .autograd._structures import (
-    check_float, checked_vectors, function_outputs, restore, restore_nested, zeros_like,
+    check_float, checked_vectors, function_outputs, refuse_integer_tangents, restore,
+    restore_nested, zeros_like,
 )
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -252,6 +253,7 @@ def jvp(func, primals, tangents, has_aux=False):
         if not isinstance(p, _core.Tensor):
             raise TypeError(f"jvp: primals[{i}] is a {type(p).__name__}, not a Tensor")
     check_float(primals, "primal", "jvp")
+    refuse_integer_tangents(tangents, "jvp")
     tangents = checked_vectors(tuple(tangents), primals, "primal", "jvp")
     _refuse_nested_forward("jvp")
     grad_was_enabled = _core.is_grad_enabled()

@@ -23,7 +23,8 @@ from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 __all__ = ["opcheck", "OpCheckError", "OpCheckReport", "CheckResult", "CHECKS"]
 
 # The names of the checks opcheck runs; its report lists them in this order.
-CHECKS = ("gradcheck", "gradgradcheck", "forward_ad", "float32_matches_float64",
+CHECKS = ("inputs_not_modified", "gradcheck", "gradgradcheck", "forward_ad",
+          "float32_matches_float64",
           "non_contiguous_inputs", "zero_dim_inputs", "no_graph_under_no_grad",
           "inplace_change_of_saved_input", "freed_after_backward", "thread_safety")
 
@@ -233,6 +234,30 @@ class _Op:
 
     def __init__(self, fn, atol, rtol, check_forward_ad):
         self.fn, self.atol, self.rtol, self.check_forward_ad = fn, atol, rtol, check_forward_ad
+
+    def inputs_not_modified(self, sample):
+        """The op leaves its tensor arguments as they were (unless it returns one, marked dirty):
+        first, because the derivative checks assume inputs that stay put."""
+        args, _ = _fresh(sample)
+        before = [(i, a._version, np.array(a.detach().numpy(), copy=True))
+                  for i, a in enumerate(args) if isinstance(a, _core.Tensor)]
+        result = self.fn(*args)
+        returned = result if isinstance(result, (tuple, list)) else (result,)
+        for i, version, values in before:
+            a = args[i]
+            if any(o is a for o in returned):
+                continue                                 # an in-place op (ctx.mark_dirty)
+            if a._version != version:
+                how = f"its version went from {version} to {a._version}"
+            elif not np.array_equal(a.detach().numpy(), values, equal_nan=values.dtype.kind == "f"):
+                how = "its values changed, with no version bump: written through .numpy()?"
+            else:
+                continue
+            raise _Fail(f"the op modified argument {i} in place ({how}) and did not return it; "
+                        "an op must not change its inputs (or must return them marked with "
+                        "ctx.mark_dirty). The other checks differentiate inputs the op keeps "
+                        "changing, so their failures may follow from this one")
+        return f"{len(before)} tensor argument(s) unchanged"
 
     def gradcheck(self, sample):
         args, _ = _fresh(sample)

@@ -175,3 +175,64 @@ def test_the_package_module_of_the_docs_builds_and_passes_opcheck(cache, tmp_pat
     assert all(report.status(c) == "passed" for c in ("gradcheck", "gradgradcheck",
                                                       "float32_matches_float64",
                                                       "inplace_change_of_saved_input"))
+
+
+# -- the module is the caller's: sys.modules is left alone ---------------------------------------
+
+TRIPLE = "def triple(x):\n    return x * 3\n"
+QUADRUPLE = "def quadruple(x):\n    return x * 4\n"
+
+
+def test_load_inline_leaves_sys_modules_alone_even_for_an_imported_name(cache, square_module):
+    import json
+    modules_before = dict(sys.modules)
+    ext = cpp_extension.load_inline("json", TRIPLE, build_directory=cache)
+    assert ext.triple(2) == 6 and ext.__name__ == "json" and ext is not json
+    assert sys.modules["json"] is json and json.dumps([1]) == "[1]"
+    import json as again                                   # import still gives the stdlib one
+    assert again is json
+    assert {k: v for k, v in sys.modules.items() if k in modules_before} == modules_before
+    assert "lucid_test_square" not in sys.modules          # the fixture's build, too
+    assert square_module.square(lucid.tensor([2.0])).tolist() == [4.0]
+
+
+def test_the_same_name_loads_twice_with_the_same_and_with_other_source(cache):
+    import json
+    first = cpp_extension.load_inline("json", TRIPLE, build_directory=cache)
+    built = cpp_extension.stats["built"]
+    assert cpp_extension.load_inline("json", TRIPLE, build_directory=cache) is first
+    other = cpp_extension.load_inline("json", QUADRUPLE, build_directory=cache)
+    assert cpp_extension.stats["built"] == built + 1
+    assert other is not first and other.quadruple(2) == 8 and first.triple(2) == 6
+    assert not hasattr(other, "triple")
+    assert sys.modules["json"] is json
+
+
+# -- an extension cache that can't be written --------------------------------------------------
+
+def assert_cache_error(error, folder, setting):
+    message = str(error)
+    assert isinstance(error, OSError) and isinstance(error, cpp_extension.ExtensionCacheError)
+    assert str(folder) in message and setting in message
+    assert "LUCID_EXTENSIONS_DIR" in message and "build_directory=" in message
+    assert isinstance(error.__cause__, OSError)             # chained from what failed
+    assert ".ro_op-" not in message                        # no internal temporary path
+
+
+def test_an_unwritable_cache_from_the_environment_names_it_and_the_ways_out(monkeypatch):
+    monkeypatch.setenv("LUCID_EXTENSIONS_DIR", "/proc/lucid_extension_cache")
+    built = cpp_extension.stats["built"]
+    with pytest.raises(cpp_extension.ExtensionCacheError) as info:
+        cpp_extension.load_inline("ro_op", "def f():\n    return 1\n")
+    assert_cache_error(info.value, "/proc/lucid_extension_cache", "LUCID_EXTENSIONS_DIR is")
+    assert cpp_extension.stats["built"] == built
+
+
+def test_an_unwritable_build_directory_names_it(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    target = blocker / "cache"
+    with pytest.raises(cpp_extension.ExtensionCacheError) as info:
+        cpp_extension.load_inline("ro_op", "def f():\n    return 1\n", build_directory=target)
+    assert_cache_error(info.value, target, "build_directory=")
+    assert blocker.read_text() == "not a folder"

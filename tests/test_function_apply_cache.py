@@ -187,3 +187,147 @@ def test_function_info_refuses_a_node_class_that_is_not_a_python_backward_node()
     assert Scale._lucid_info is info_before                 # nothing was replaced
     x = f64([1.0], requires_grad=True)
     assert_close(grad_of(Scale.apply, x), [3.0])
+
+
+# -- methods attached to a Function class after its definition ---------------------------------
+# The cache is per class, but what apply uses follows the class: forward, backward, vjp, jvp and
+# setup_context assigned (or deleted) later are seen by the next call, as in PyTorch (a node
+# made before keeps the backward of its call).
+
+import lucid.autograd.forward_ad as fwAD                     # noqa: E402
+from lucid.autograd import gradcheck                         # noqa: E402
+
+DTYPES = [lucid.float32, lucid.float64]
+
+
+def make_doubler():
+    """A fresh Function class f(x) = 2x with a backward and no jvp."""
+    class Doubler(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+    return Doubler
+
+
+def tangent_through(fn, x, t):
+    with fwAD.dual_level():
+        return fwAD.unpack_dual(fn(fwAD.make_dual(x, t))).tangent
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("called_before", [False, True])
+def test_a_jvp_attached_later_is_used(dtype, called_before):
+    Doubler = make_doubler()
+    x = lucid.tensor([1.0, -2.0, 0.5], dtype=dtype)
+    if called_before:                                       # the class's info is in use
+        Doubler.apply(x)
+        with pytest.raises(RuntimeError, match="does not implement jvp"):
+            tangent_through(Doubler.apply, x, lucid.ones(3, dtype=dtype))
+    apply_before, node_before = Doubler.apply, Doubler._lucid_info.node_cls
+    Doubler.jvp = staticmethod(lambda ctx, t: t * 2.0)
+    t = tangent_through(Doubler.apply, x, lucid.tensor([1.0, 2.0, 3.0], dtype=dtype))
+    assert t.dtype == dtype
+    assert_close(t, [2.0, 4.0, 6.0])
+    assert Doubler._lucid_info.node_cls is node_before      # the same node class throughout
+    assert Doubler.apply is not apply_before and Doubler.apply is Doubler.apply
+    x64 = lucid.tensor([1.0, -2.0], dtype=lucid.float64, requires_grad=True)
+    assert gradcheck(Doubler.apply, [x64], check_forward_ad=True)
+    assert type(Doubler.apply(x64).grad_fn) is node_before
+
+
+def test_a_deleted_jvp_is_gone():
+    Doubler = make_doubler()
+    Doubler.jvp = lambda ctx, t: t * 2.0                    # a plain function works too
+    x = lucid.ones(2)
+    assert_close(tangent_through(Doubler.apply, x, lucid.ones(2)), [2.0, 2.0])
+    del Doubler.jvp
+    with pytest.raises(RuntimeError, match="does not implement jvp"):
+        tangent_through(Doubler.apply, x, lucid.ones(2))
+
+
+def test_a_backward_replaced_later_is_used_by_new_calls():
+    Doubler = make_doubler()
+    x = f64([1.0, 2.0], requires_grad=True)
+    old = Doubler.apply(x)
+    Doubler.backward = staticmethod(lambda ctx, g: g * 5.0)
+    Doubler.apply(x).sum().backward()
+    assert_close(x.grad, [5.0, 5.0])
+    x.grad = None
+    old.sum().backward()                                    # made before: the backward of its call
+    assert_close(x.grad, [2.0, 2.0])
+
+
+def test_a_forward_and_setup_context_attached_later_are_used():
+    class Late(Function):
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.k * 2.0 * x, None
+
+    x = f64([1.0, 3.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="forward"):
+        Late.apply(x, 1.5)
+    Late.forward = staticmethod(lambda x, k: x * x * k)     # forward(*args): needs setup_context
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.k = inputs[1]
+    Late.setup_context = staticmethod(setup_context)
+    y = Late.apply(x, 1.5)
+    assert_close(y, [1.5, 13.5])
+    y.sum().backward()
+    assert_close(x.grad, [3.0, 9.0])
+
+
+def test_a_method_attached_to_a_parent_reaches_subclasses_that_inherit_it():
+    Doubler = make_doubler()
+
+    class Child(Doubler):
+        pass
+
+    class OwnJvp(Doubler):
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 20.0
+
+    Doubler.jvp = staticmethod(lambda ctx, t: t * 2.0)
+    x = lucid.ones(2)
+    assert_close(tangent_through(Child.apply, x, lucid.ones(2)), [2.0, 2.0])
+    assert_close(tangent_through(OwnJvp.apply, x, lucid.ones(2)), [20.0, 20.0])
+    assert Child.apply(f64([1.0], requires_grad=True)).grad_fn.name() == "ChildBackward"
+
+
+def test_other_class_attributes_leave_the_cache_alone():
+    Doubler = make_doubler()
+    apply_before, info_before = Doubler.apply, Doubler._lucid_info
+    Doubler.scale = 3.0
+    Doubler.helper = staticmethod(lambda: None)
+    assert Doubler.apply is apply_before and Doubler._lucid_info is info_before
+
+
+def test_vjp_stands_for_backward_and_both_are_refused():
+    class ByVjp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3.0
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 3.0
+
+    x = f64([1.0, 2.0], requires_grad=True)
+    assert_close(grad_of(ByVjp.apply, x), [3.0, 3.0])
+    assert gradcheck(ByVjp.apply, [f64([0.5], requires_grad=True)])
+    Doubler = make_doubler()
+    Doubler.vjp = staticmethod(lambda ctx, g: g * 7.0)       # now it has both
+    y = Doubler.apply(f64([1.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'") as info:
+        y.sum().backward()
+    assert "Doubler" in str(info.value)
+    del Doubler.vjp
+    x = f64([1.0], requires_grad=True)
+    assert_close(grad_of(Doubler.apply, x), [2.0])

@@ -159,6 +159,192 @@ def test_counters_only_and_nothing_outside_a_block():
     assert outer.events == [] and outer.nodes_run == 0
 
 
+class _SplitSaved(lucid.autograd.Function):
+    """(x * y, x + y): saves x, None, y and its first output, so the saved list has a gap."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        prod = x * y
+        ctx.save_for_backward(x, None, y, prod)
+        return prod, x + y
+
+    @staticmethod
+    def backward(ctx, g_prod, g_sum):
+        x, _, y, _ = ctx.saved_tensors
+        return g_prod * y + g_sum, g_prod * x + g_sum
+
+
+def _saved_labels(text):
+    return sorted(line.split("label=")[1].split('"')[1] for line in text.splitlines()
+                  if 'label="saved ' in line)
+
+
+@pytest.mark.parametrize("dtype", [lucid.float32, lucid.float64])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 0), (2, 3)])
+def test_to_dot_shows_what_a_function_saved_like_a_built_in_node(dtype, shape):
+    x = lucid.ones(*shape, dtype=dtype, requires_grad=True)
+    builtin = _saved_labels(to_dot((x * x.detach()), show_saved=True))   # MulBackward saves one
+    function = _saved_labels(to_dot(Square.apply(x), show_saved=True))   # ctx saved x (one)
+    name = "float32" if dtype == lucid.float32 else "float64"
+    assert builtin == function == [f"saved {shape} {name}"]
+
+
+def test_to_dot_shows_every_tensor_a_function_saved_and_drops_them_after_backward():
+    x = lucid.ones(2, 3, dtype=lucid.float64, requires_grad=True)
+    y = lucid.ones(2, 3, dtype=lucid.float64, requires_grad=True)
+    prod, total = _SplitSaved.apply(x, y)
+    loss = prod.sum() + total.sum()
+    assert _saved_labels(to_dot(loss, show_saved=True)) == ["saved (2, 3) float64"] * 3
+    assert "saved" not in to_dot(loss)
+    loss.backward()
+    text = to_dot(loss, show_saved=True)
+    assert "_SplitSavedBackward" in text and "saved" not in text    # freed by backward
+
+
+def test_to_dot_shows_a_function_s_tensors_packed_by_hooks():
+    from lucid.autograd.graph import saved_tensors_hooks
+    x = lucid.ones(4, dtype=lucid.float64, requires_grad=True)
+    with saved_tensors_hooks(lambda t: t.numpy().copy(), lucid.from_numpy):
+        y = Square.apply(x)
+    assert _saved_labels(to_dot(y, show_saved=True)) == ["saved (4,) float64"]
+
+
+# -- nested profile blocks and the trace's events ----------------------------------------------
+
+def _exp_chain(x):
+    """One backward pass of 4 nodes: SumBackward, ExpBackward, MulBackward, AccumulateGrad."""
+    (x * 2).exp().sum().backward()
+
+
+def _node_names(prof):
+    return sorted(e.name for e in prof.events if e.kind == "node")
+
+
+def test_nested_profile_blocks_each_see_what_ran_inside_them():
+    x = lucid.ones(3, requires_grad=True)
+    with lucid.autograd.profile(record_nodes=True) as outer:
+        _exp_chain(x)
+        with lucid.autograd.profile(record_nodes=True) as inner:
+            _exp_chain(x)
+            with lucid.autograd.profile(record_nodes=True) as innermost:
+                pass
+        _exp_chain(x)
+    one = ["AccumulateGrad", "ExpBackward", "MulBackward", "SumBackward"]
+    assert (inner.backward_calls, inner.nodes_run, _node_names(inner)) == (1, 4, one)
+    assert (outer.backward_calls, outer.nodes_run) == (3, 12)
+    assert _node_names(outer) == sorted(one * 3)
+    assert (innermost.backward_calls, innermost.nodes_run, innermost.events) == (0, 0, [])
+    inner_events = {(e.name, e.start_ns) for e in inner.events}
+    assert inner_events <= {(e.name, e.start_ns) for e in outer.events}
+    assert outer.engine_seconds >= inner.engine_seconds
+
+
+def test_nested_profile_blocks_with_and_without_node_records():
+    x = lucid.ones(3, requires_grad=True)
+    with lucid.autograd.profile(record_nodes=False) as outer:
+        _exp_chain(x)
+        with lucid.autograd.profile(record_nodes=True) as inner:
+            _exp_chain(x)
+    assert outer.events == [] and (outer.backward_calls, outer.nodes_run) == (2, 8)
+    assert len(inner.events) == 4 and inner.backward_calls == 1
+    with lucid.autograd.profile(record_nodes=True) as outer:
+        with lucid.autograd.profile(record_nodes=False) as inner:
+            _exp_chain(x)
+        _exp_chain(x)
+    assert inner.events == [] and (inner.backward_calls, inner.nodes_run) == (1, 4)
+    assert len([e for e in outer.events if e.kind == "node"]) == 8
+    with lucid.autograd.profile() as after:          # nothing left over from the blocks above
+        pass
+    assert (after.backward_calls, after.nodes_run, after.events) == (0, 0, [])
+
+
+def test_an_inner_profile_block_left_by_an_exception_keeps_the_outer_one_whole():
+    x = lucid.ones(3, requires_grad=True)
+    with lucid.autograd.profile() as outer:
+        with pytest.raises(ZeroDivisionError):
+            with lucid.autograd.profile() as inner:
+                _exp_chain(x)
+                1 / 0
+        _exp_chain(x)
+    assert inner.backward_calls == 1 and outer.backward_calls == 2
+    assert len([e for e in outer.events if e.kind == "node"]) == 8
+
+
+def test_profile_blocks_of_two_threads_overlap_without_losing_counts():
+    # the counters are process-wide (a block counts every thread's backward while it is open):
+    # a block opened in one thread and closed after another thread's block keeps both passes
+    import threading
+    opened, other_done = threading.Event(), threading.Event()
+    result = {}
+
+    def worker():
+        x = lucid.ones(3, requires_grad=True)
+        with lucid.autograd.profile() as prof:
+            opened.set()
+            other_done.wait(10)
+            _exp_chain(x)
+        result["worker"] = prof
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert opened.wait(10)
+    with lucid.autograd.profile() as main:
+        _exp_chain(lucid.ones(3, requires_grad=True))
+    other_done.set()
+    thread.join()
+    worker_prof = result["worker"]
+    assert (main.backward_calls, main.nodes_run) == (1, 4)
+    assert (worker_prof.backward_calls, worker_prof.nodes_run) == (2, 8)
+    assert len([e for e in worker_prof.events if e.kind == "node"]) == 8
+
+
+class _TwoOut(lucid.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * 2 + gb * 3
+
+
+def _trace(prof, tmp_path):
+    return json.load(open(prof.export_chrome_trace(str(tmp_path / "t.json"))))["traceEvents"]
+
+
+@pytest.mark.parametrize("with_hooks", [False, True])
+def test_chrome_trace_has_one_event_per_node_apply_of_a_function(tmp_path, with_hooks):
+    x = lucid.ones(3, dtype=lucid.float64, requires_grad=True)
+    y = Square.apply(x)
+    a, b = _TwoOut.apply(y)
+    if with_hooks:
+        y.register_hook(lambda g: g)
+        a.grad_fn.register_hook(lambda gi, go: None)
+        a.grad_fn.register_prehook(lambda go: None)
+    loss = (a + b).sum()
+    with lucid.autograd.profile(record_nodes=True) as prof:
+        loss.backward(retain_graph=True)
+        loss.backward()
+    events = _trace(prof, tmp_path)
+    node_events = [e for e in events if e["cat"] == "node"]
+    assert len(node_events) == prof.nodes_run == 2 * 5
+    for name in ("SquareBackward", "_TwoOutBackward"):
+        named = [e for e in events if e["name"] == name]
+        assert len(named) == 2 and all(e["cat"] == "node" for e in named), named
+        for node_event in named:                 # the user's backward: nested, its own category
+            inside = [e for e in events if e["cat"] == "python" and
+                      e["args"]["sequence_nr"] == node_event["args"]["sequence_nr"] and
+                      node_event["ts"] <= e["ts"] and
+                      e["ts"] + e["dur"] <= node_event["ts"] + node_event["dur"] + 1e-3]
+            assert len(inside) == 1 and inside[0]["name"] != name
+            assert inside[0]["name"].endswith(".backward")
+    hook_events = [e for e in events if e["cat"] == "hook"]
+    assert len(hook_events) == (6 if with_hooks else 0)
+    node_names = {e["name"] for e in node_events}
+    assert not node_names & {e["name"] for e in events if e["cat"] != "node"}
+    assert prof.table().count("SquareBackward") == 1
+
+
 # ------------------------------------------------------------------------------------------------
 # DLPack
 # ------------------------------------------------------------------------------------------------

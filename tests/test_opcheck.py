@@ -252,3 +252,72 @@ def test_bad_sample_lists_are_rejected():
         opcheck(Square.apply, [])
     with pytest.raises(ValueError, match="no float tensor"):
         opcheck(Square.apply, [(lucid.tensor([1, 2]),)])
+
+
+# -- an op that changes its inputs ---------------------------------------------------------------
+# Checked first: the derivative checks differentiate inputs that the op itself keeps changing,
+# so their failures would only be a consequence; the report must say the input was modified.
+
+class AddsToItsInput(Function):
+    """The reproducer's op: y = 2x, and x += 1 in place (without mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2.0
+        with lucid.no_grad():
+            x.add_(1.0)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def writes_through_numpy(x):
+    """Changes x's memory behind the version counter."""
+    x.detach().numpy()[...] *= 1.5
+    return x * 2.0
+
+
+def scatters_into_its_index(x, index):
+    """Changes a non-float argument (an index tensor)."""
+    with lucid.no_grad():
+        index.add_(0)                 # bumps the version, values unchanged
+    return x * 2.0
+
+
+@pytest.mark.parametrize("dtype", [lucid.float32, lucid.float64])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_an_op_that_changes_its_input_is_reported_as_such(dtype, shape):
+    x = lucid.tensor(np.random.default_rng(0).standard_normal(shape), dtype=dtype)
+    before = x.numpy().copy()
+    with pytest.raises(OpCheckError) as info:
+        opcheck(AddsToItsInput.apply, [(x,)])
+    error = info.value
+    first = str(error).splitlines()[0]
+    assert error.check == "inputs_not_modified" and error.sample == 0
+    assert "modified argument 0 in place" in first and "version" in first
+    assert error.report.status("inputs_not_modified") == "failed"
+    assert np.array_equal(x.numpy(), before) and x._version == 0    # the sample is untouched
+
+
+def test_a_write_through_numpy_is_reported_without_a_version_bump():
+    with pytest.raises(OpCheckError) as info:
+        opcheck(writes_through_numpy, SAMPLES[:1])
+    first = str(info.value).splitlines()[0]
+    assert info.value.check == "inputs_not_modified"
+    assert "modified argument 0 in place" in first and "values changed" in first
+
+
+def test_a_changed_argument_that_is_not_differentiated_is_reported():
+    index = lucid.tensor([0, 1, 2])
+    with pytest.raises(OpCheckError) as info:
+        opcheck(scatters_into_its_index, [(f64(3), index)])
+    assert info.value.check == "inputs_not_modified"
+    assert "modified argument 1 in place" in str(info.value).splitlines()[0]
+
+
+def test_ops_that_leave_their_inputs_alone_pass_the_check():
+    report = opcheck(Square.apply, SAMPLES, check_forward_ad=True)
+    assert report.status("inputs_not_modified") == "passed"
+    assert CHECKS[0] == "inputs_not_modified"

@@ -51,6 +51,17 @@ def check_float(tensors, what, fn_name):
                             "floating point tensors (float32, float64) can be differentiated")
 
 
+def refuse_integer_tangents(tangents, fn_name):
+    """Tangents are never cast from integers or bools (make_dual refuses them too): TypeError
+    naming the entry. Entries that are not tensors are left to checked_vectors."""
+    items = tangents if isinstance(tangents, (tuple, list)) else (tangents,)
+    for i, t in enumerate(items):
+        if isinstance(t, Tensor) and np.dtype(t.dtype).kind != "f":
+            raise TypeError(f"{fn_name}: a tangent must be a floating point tensor, not "
+                            f"{_core.dtype_name(t.dtype)} (tangent {i}); tangents are not cast "
+                            "from integers or bools")
+
+
 def checked_vectors(v, reference, ref_what, fn_name):
     """v as a tuple matching reference entry by entry in shape (cast to each one's dtype);
     RuntimeError naming both shapes when it does not."""

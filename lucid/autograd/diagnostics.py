@@ -42,7 +42,9 @@ class profile:
     `python_reentries` (Function backwards and hooks) and `python_seconds`, `engine_seconds`.
     With `record_nodes=True` (the default) each node apply, hook and Function backward is also
     an event (`prof.events`); `record_nodes=False` keeps only the near-free counters. Outside a
-    profile block nothing is recorded.
+    profile block nothing is recorded. Blocks nest: each reports exactly what ran while it was
+    open (an enclosing block includes what its inner blocks saw). The counters are process-wide:
+    a block also counts the backward passes other threads run while it is open.
     """
 
     _FIELDS = ("backward_calls", "nodes_run", "nodes_skipped", "python_reentries",
@@ -53,12 +55,12 @@ class profile:
         self.events = []
 
     def __enter__(self):
-        self._previous = _core._profile_start(self.record_nodes)
+        self._mark = _core._profile_start(self.record_nodes)
         return self
 
     def __exit__(self, *exc):
-        self.events = [ProfileEvent(*e) for e in _core._profile_events()]
-        for name, value in _core._profile_stop(self._previous).items():
+        self.events = [ProfileEvent(*e) for e in _core._profile_events(self._mark)]
+        for name, value in _core._profile_stop(self._mark).items():
             setattr(self, name, value)
         return False
 
@@ -108,8 +110,10 @@ class profile:
 
 
 class ProfileEvent:
-    """One timed event: kind ('node', 'hook' or 'python'), node name, creation site,
-    sequence number, start and duration in nanoseconds, thread."""
+    """One timed event: kind ('node', 'hook' or 'python'), name, the node's creation site and
+    sequence number, start and duration in nanoseconds, thread. A node apply is named for its
+    node; the Function backward or hook it runs, '<Function>.backward' or '<hook> (hook on
+    <node>)'."""
     __slots__ = ("kind", "name", "creation_site", "sequence_nr", "start_ns", "duration_ns",
                  "thread")
 

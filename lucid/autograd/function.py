@@ -29,8 +29,29 @@ from .._core import FunctionCtx, PythonBackwardNode
 
 __all__ = ["Function", "FunctionCtx", "PythonBackwardNode", "once_differentiable"]
 
+# The class attributes apply's cache is made from (Note [Late methods]).
+_APPLY_METHODS = frozenset({"forward", "backward", "vjp", "jvp", "setup_context"})
 
-class Function:
+
+class FunctionMeta(type):
+    """The type of Function classes: assigning or deleting forward, backward, vjp, jvp or
+    setup_context on one after its definition is seen by its next apply (and its subclasses').
+
+    Note [Late methods]: apply reads a per-class cache (the FunctionInfo); rebuilding it here,
+    when one of the attributes it is made from changes, keeps every call free of lookups."""
+
+    def __setattr__(cls, name, value):
+        super().__setattr__(name, value)
+        if name in _APPLY_METHODS:
+            cls._lucid_refresh_info()
+
+    def __delattr__(cls, name):
+        super().__delattr__(name)
+        if name in _APPLY_METHODS:
+            cls._lucid_refresh_info()
+
+
+class Function(metaclass=FunctionMeta):
     """Base class of custom differentiable operations (see the module docstring)."""
 
     _lucid_info = None
@@ -45,17 +66,29 @@ class Function:
 
     @classmethod
     def _lucid_make_info(cls):
-        """Compute once what apply needs: the node class, forward and backward."""
-        forward = None if cls.forward is Function.forward else cls.forward
-        backward = None if cls.backward is Function.backward else cls.backward
-        jvp = getattr(cls, "jvp", None)
-        setup = None if cls.setup_context is Function.setup_context else cls.setup_context
-        cls._lucid_info = _core.FunctionInfo(cls, _core.make_backward_class(cls), forward,
-                                             backward, jvp, setup)
+        """Compute what apply needs: the node class (made once per class), forward, backward
+        (or vjp), jvp and setup_context."""
+        previous = cls.__dict__.get("_lucid_info")
+        node_cls = previous.node_cls if isinstance(previous, _core.FunctionInfo) else \
+            _core.make_backward_class(cls)
+        forward = _own_method(cls, "forward")
+        setup = _own_method(cls, "setup_context")
+        cls._lucid_info = _core.FunctionInfo(cls, node_cls, forward, _backward_of(cls),
+                                             getattr(cls, "jvp", None), setup)
         own_apply = cls.__dict__.get("apply")
         if own_apply is None or isinstance(own_apply, _core.FunctionApply):
             cls.apply = _core.FunctionApply(cls._lucid_info)     # apply with this info at hand
         return cls._lucid_info
+
+    @classmethod
+    def _lucid_refresh_info(cls):
+        """Rebuild the apply cache of cls and of every subclass (Note [Late methods])."""
+        pending = [cls]
+        while pending:
+            c = pending.pop()
+            if isinstance(c.__dict__.get("_lucid_info"), _core.FunctionInfo):
+                c._lucid_make_info()
+            pending.extend(type.__subclasses__(c))
 
     @staticmethod
     def forward(ctx, *args):
@@ -79,6 +112,27 @@ class Function:
     # Function.apply(*args): run forward and record the call for backward (compiled); every
     # subclass gets its own _core.FunctionApply, which skips the per-call class lookups.
     apply = classmethod(_core.function_apply)
+
+
+def _own_method(cls, name):
+    """cls's `name`, or None while it is Function's placeholder (or absent)."""
+    method = getattr(cls, name, None)
+    return None if method is getattr(Function, name, None) else method
+
+
+def _backward_of(cls):
+    """The backward apply runs: backward, or vjp (its other name, as in PyTorch); one that
+    raises PyTorch's error when a class implements both."""
+    backward, vjp = _own_method(cls, "backward"), _own_method(cls, "vjp")
+    if backward is None or vjp is None:
+        return backward if vjp is None else vjp
+    name = cls.__name__
+
+    def both(ctx, *grad_outputs):
+        raise RuntimeError(f"Implementing both 'backward' and 'vjp' for a custom Function is "
+                           f"not allowed ({name} has both). You should only implement one of "
+                           "them.")
+    return both
 
 
 def once_differentiable(backward):

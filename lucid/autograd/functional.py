@@ -22,8 +22,8 @@ from . import forward_ad
 from ._aliases import differentiable_alias, detached, tangent_of
 from ._jacobian import assemble, forward_columns, reverse_rows
 from ._structures import (
-    as_tensor_tuple, check_float, checked_vectors, default_vector, function_outputs, restore,
-    restore_nested, zeros_like,
+    as_tensor_tuple, check_float, checked_vectors, default_vector, function_outputs,
+    refuse_integer_tangents, restore, restore_nested, zeros_like,
 )
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -144,13 +144,15 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v) by forward mode: v has the inputs' structure, the product the
-    outputs'."""
+    outputs'. strict=True: RuntimeError when an output, or (create_graph) the product, is
+    independent of an input."""
     inputs_tuple, inputs = _inputs(inputs, "jvp")
+    if v is not None:
+        refuse_integer_tangents(v, "jvp")
     v = _vectors(v, inputs, "input to the user-provided function", "jvp")
     _refuse_nested_forward("jvp")
     with enable_grad(), forward_ad.dual_level():
-        prepared = [differentiable_alias(x) if create_graph and x.requires_grad else x.detach()
-                    for x in inputs]
+        prepared = [_jvp_input(x, create_graph, strict) for x in inputs]
         duals = tuple(forward_ad.make_dual(x, vi) for x, vi in zip(prepared, v))
         outputs_tuple, outputs = function_outputs(func(*duals), "jvp")
         unpacked = [forward_ad.unpack_dual(out) for out in outputs]
@@ -162,14 +164,66 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
                                    f"{tuple(primal.shape)}) is independent of the inputs. This "
                                    "is not allowed in strict mode.")
             tangent = zeros_like(primal)
-        elif strict and create_graph and not tangent.requires_grad:
-            raise RuntimeError(f"jvp: the jacobian-vector product of output {i} (shape "
-                               f"{tuple(primal.shape)}) does not depend on the inputs. This is "
-                               "not allowed in strict mode when create_graph=True.")
         primals.append(primal)
         result.append(tangent)
+    if strict:
+        _check_jvp_strict(inputs, prepared, primals, result, create_graph)
     return (restore(_finish(primals, create_graph), outputs_tuple),
             restore(_finish(result, create_graph), outputs_tuple))
+
+
+def _check_jvp_strict(inputs, prepared, primals, products, create_graph):
+    """strict=True, in PyTorch's order: every input reaches some output; with create_graph,
+    every product depends on the inputs (a function linear in them gives constants)."""
+    reached = _reached(primals, prepared)
+    for i, x in enumerate(inputs):
+        if not reached[i]:
+            raise _independent("jvp", i, x)
+    for i, product in enumerate(products):
+        if create_graph and not product.requires_grad:
+            raise RuntimeError(f"jvp: the jacobian-vector product of output {i} (shape "
+                               f"{tuple(product.shape)}) does not depend on the inputs. This is "
+                               "not allowed in strict mode when create_graph=True.")
+
+
+def _jvp_input(x, create_graph, strict):
+    """What jvp gives func for input x: with create_graph, an alias connected to x's graph
+    when x requires grad; with strict, one that requires grad in any case, so the graph shows
+    what depends on it (Note [Transform aliases]); else x detached."""
+    if strict or (create_graph and x.requires_grad):
+        return differentiable_alias(x, connect=create_graph)
+    return x.detach()
+
+
+def _reached(outputs, targets):
+    """For each target: does the backward graph of outputs reach it (without running it)?"""
+    nodes = {}
+    leaves = {}
+    for k, t in enumerate(targets):
+        if t.grad_fn is not None:
+            nodes.setdefault(id(t.grad_fn), []).append(k)
+        else:
+            leaves[id(t)] = k
+    reached = [False] * len(targets)
+    pending = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    pending_leaves = [o for o in outputs if o.grad_fn is None]
+    seen = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for k in nodes.get(id(node), ()):
+            reached[k] = True
+        if isinstance(node, _core.AccumulateGrad):
+            pending_leaves.append(node.variable)
+            continue
+        pending.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    for leaf in pending_leaves:
+        k = leaves.get(id(leaf))
+        if k is not None:
+            reached[k] = True
+    return reached
 
 
 # -- Jacobians and Hessians ------------------------------------------------------------------

@@ -54,22 +54,24 @@ class disable_saved_tensors_hooks:
 # -- pictures of the graph -------------------------------------------------------------------------
 
 def _saved_of(node):
-    """(shape, dtype) of each tensor node still holds for backward, in a stable order."""
+    """(shape, dtype) of each tensor node still holds for backward, in a stable order: a
+    built-in node's own, or what a Function's ctx.save_for_backward gave (one or several)."""
     import gc
-    found = []
-    for ref in gc.get_referents(node):
-        if isinstance(ref, _core.SavedTensor) and ref.shape is not None:
-            found.append((ref.shape, ref.dtype))
-        elif type(ref) in (list, tuple):
-            for item in ref:
-                if isinstance(item, _core.SavedTensor) and item.shape is not None:
-                    found.append((item.shape, item.dtype))
+    found = _saved_in(gc.get_referents(node))
     ctx = getattr(node, "ctx", None)
-    if ctx is not None:
-        for ref in gc.get_referents(ctx):
-            if type(ref) is tuple:
-                found += [(s.shape, s.dtype) for s in ref
-                          if isinstance(s, _core.SavedTensor) and s.shape is not None]
+    if isinstance(ctx, _core.FunctionCtx):
+        found += _saved_in(gc.get_referents(ctx))
+    return found
+
+
+def _saved_in(objects):
+    """(shape, dtype) of the live SavedTensors among objects, or inside those that are lists
+    or tuples."""
+    found = []
+    for ref in objects:
+        items = ref if type(ref) in (list, tuple) else (ref,)
+        found += [(item.shape, item.dtype) for item in items
+                  if isinstance(item, _core.SavedTensor) and item.shape is not None]
     return found
 
 

@@ -11,6 +11,13 @@ forward) under hooks that collect the saved tensors, in the same order, and stop
 soon as the one being asked for and all before it are rebuilt. The rebuilt values are handed out
 once each and dropped; a backward that stops early or never comes leaves nothing behind: every
 piece of state hangs off the saved tensors of the graph, so it dies with the graph.
+
+Note [Checkpoint inputs]: the re-run reads the function's inputs as they are at backward, so
+checkpoint records the version of every tensor among them (positional, keyword, and inside
+lists, tuples and dicts) when it is called, and backward refuses to recompute from one changed
+in place since (PyTorch's in-place-modification RuntimeError, naming the input); both modes. A
+re-run whose saved tensors (use_reentrant=False) or outputs (use_reentrant=True) differ in shape
+or dtype from the forward pass's raises a RuntimeError saying so.
 """
 import functools
 
@@ -23,8 +30,69 @@ from ..autograd.graph import saved_tensors_hooks
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
 
+def _internal(hook):
+    """Mark a saved-tensor hook as checkpoint's own: what it raises says what went wrong, with
+    no note about a hook the user never wrote."""
+    hook._lucid_internal = True
+    return hook
+
+
 class _StopRecomputation(Exception):
     """Raised inside a re-run once every saved tensor needed so far is rebuilt."""
+
+
+class _InputVersions:
+    """The version of each tensor among a checkpointed call's arguments when it was made
+    (Note [Checkpoint inputs])."""
+    __slots__ = ("entries",)
+
+    def __init__(self, args, kwargs):
+        self.entries = [(label, t, t._version) for label, t in _tensors_in(args, kwargs)]
+
+    def check(self):
+        """RuntimeError naming the first input changed in place since."""
+        for label, tensor, version in self.entries:
+            if tensor._version != version:
+                raise RuntimeError(
+                    f"checkpoint: {label} of the checkpointed function was modified by an "
+                    f"inplace operation since checkpoint was called (it was at version "
+                    f"{version} and is now at version {tensor._version}); checkpoint recomputes "
+                    "the function from its inputs in backward, so the gradient would be that "
+                    "of the new values. Change a .clone() of the input instead, or change it "
+                    "after backward")
+
+
+def _tensors_in(args, kwargs):
+    """(label, tensor) for each tensor among args and kwargs, in lists, tuples and dicts too."""
+    found = []
+    for i, arg in enumerate(args):
+        _collect_tensors(arg, f"argument {i}", found)
+    for key, arg in kwargs.items():
+        _collect_tensors(arg, f"keyword argument {key!r}", found)
+    return found
+
+
+def _collect_tensors(value, label, found):
+    """Append (label, tensor) for value and the tensors inside it to found."""
+    if isinstance(value, _core.Tensor):
+        found.append((label, value))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _collect_tensors(item, f"{label}[{i}]", found)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _collect_tensors(item, f"{label}[{key!r}]", found)
+
+
+def _metadata_error(what, position, saved, recomputed):
+    """The RuntimeError for a re-run whose tensor `what` `position` has another (shape, dtype)."""
+    return RuntimeError(
+        "checkpoint: recomputed values for the following tensors have different metadata than "
+        f"during the forward pass: {what} {position}: forward pass: shape {tuple(saved[0])}, "
+        f"dtype {_core.dtype_name(saved[1])}; recomputed: shape {tuple(recomputed[0])}, dtype "
+        f"{_core.dtype_name(recomputed[1])}. The checkpointed function must run the same "
+        "operations on tensors of the same shapes and dtypes when backward re-runs it (does "
+        "it depend on state that changed since the forward pass?)")
 
 
 class _Segment:
@@ -35,13 +103,19 @@ class _Segment:
         self.args = args
         self.kwargs = kwargs
         self.rng_state = rng_state
-        self.count = 0              # tensors saved by the forward run
+        self.versions = _InputVersions(args, kwargs)
+        self.meta = []              # (shape, dtype) of each tensor saved by the forward run
         self.rebuilt = {}           # number -> tensor, from the current re-run
 
+    @property
+    def count(self):
+        """How many tensors the forward run saved."""
+        return len(self.meta)
+
+    @_internal
     def pack(self, tensor):
-        number = self.count
-        self.count += 1
-        return _Handle(self, number)
+        self.meta.append((tensor.shape, tensor.dtype))
+        return _Handle(self, len(self.meta) - 1)
 
     def unpack(self, handle):
         number = handle.number
@@ -52,16 +126,23 @@ class _Segment:
     def recompute(self, wanted):
         """Re-run fn and keep every tensor it saves (the backward that asked for `wanted` will
         ask for the others too), stopping as soon as the last one is rebuilt."""
+        self.versions.check()
         counter = iter(range(self.count))
         rebuilt = {}
         last = self.count - 1
+        mismatch = []
 
+        @_internal
         def keep(tensor):
             number = next(counter, None)
             if number is None:
                 raise RuntimeError("checkpoint: the re-run of the checkpointed function saved "
                                    "more tensors than the forward run did; the function must "
                                    "do the same operations every time it is called")
+            got = (tensor.shape, tensor.dtype)
+            if got != self.meta[number]:
+                mismatch.append((number, got))
+                raise _StopRecomputation()
             rebuilt[number] = tensor
             if number == last:
                 raise _StopRecomputation()
@@ -76,6 +157,9 @@ class _Segment:
             pass
         finally:
             set_rng_state(saved_rng)
+        if mismatch:
+            number, got = mismatch[0]
+            raise _metadata_error("saved tensor", number, self.meta[number], got)
         if wanted not in rebuilt:
             raise RuntimeError("checkpoint: the re-run of the checkpointed function saved fewer "
                                "tensors than the forward run did; the function must do the same "
@@ -92,10 +176,12 @@ class _Handle:
         self.number = number
 
 
+@_internal
 def _identity(x):
     return x
 
 
+@_internal
 def _unpack(handle):
     return handle.segment.unpack(handle)
 
@@ -128,9 +214,13 @@ class _ReentrantCheckpoint(Function):
     def forward(ctx, function, rng_state, *args):
         ctx.function = function
         ctx.rng_state = rng_state
+        ctx.versions = _InputVersions(args, {})
         ctx.save_for_backward(*[a if isinstance(a, _core.Tensor) else None for a in args])
         ctx.others = [None if isinstance(a, _core.Tensor) else a for a in args]
-        return function(*args)
+        outputs = function(*args)
+        ctx.output_meta = [(o.shape, o.dtype) if isinstance(o, _core.Tensor) else None
+                           for o in (outputs if isinstance(outputs, tuple) else (outputs,))]
+        return outputs
 
     @staticmethod
     def backward(ctx, *grad_outputs):
@@ -139,6 +229,7 @@ class _ReentrantCheckpoint(Function):
                                "without inputs= and without create_graph=True; use "
                                "checkpoint(..., use_reentrant=False) with autograd.grad, "
                                "inputs= or create_graph")
+        ctx.versions.check()
         saved = ctx.saved_tensors
         inputs = []
         for tensor, other in zip(saved, ctx.others):
@@ -157,6 +248,7 @@ class _ReentrantCheckpoint(Function):
         finally:
             set_rng_state(current)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        _check_outputs_meta(ctx.output_meta, outputs)
         pairs = [(o, g) for o, g in zip(outputs, grad_outputs)
                  if isinstance(o, _core.Tensor) and o.requires_grad and g is not None]
         wanted = [x for x in inputs if isinstance(x, _core.Tensor) and x.requires_grad]
@@ -168,6 +260,18 @@ class _ReentrantCheckpoint(Function):
             result.append(next(grads, None) if isinstance(x, _core.Tensor) and x.requires_grad
                           else None)
         return tuple(result)
+
+
+def _check_outputs_meta(saved, outputs):
+    """The re-run's outputs have the forward pass's shapes and dtypes (RuntimeError if not)."""
+    for i, (meta, out) in enumerate(zip(saved, outputs)):
+        got = (out.shape, out.dtype) if isinstance(out, _core.Tensor) else None
+        if meta is not None and got != meta:
+            if got is None:
+                raise RuntimeError(f"checkpoint: the re-run of the checkpointed function "
+                                   f"returned {type(out).__name__} as output {i}, where the "
+                                   "forward pass returned a Tensor")
+            raise _metadata_error("output", i, meta, got)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=False, **kwargs):

@@ -9,7 +9,10 @@ $LUCID_EXTENSIONS_DIR (default ~/.cache/lucid_extensions) in a folder named by a
 everything the binary depends on: the source text, lucid's ABI version and C declarations, the
 Python, NumPy and Cython versions, and the compiler flags. A later call with the same inputs
 imports the cached binary without compiling. A failed build raises ExtensionBuildError with the
-compiler's text and the offending line of your source.
+compiler's text and the offending line of your source; a cache folder that can't be written,
+ExtensionCacheError (an OSError) naming it and how to choose another. The module is returned,
+not registered in sys.modules (as PyTorch's load_inline does): a name that is already imported
+(`json`, `lucid`) keeps its module.
 """
 import hashlib
 import importlib.machinery
@@ -29,7 +32,8 @@ import numpy
 
 import lucid
 
-__all__ = ["load", "load_inline", "ExtensionBuildError", "cache_root", "stats"]
+__all__ = ["load", "load_inline", "ExtensionBuildError", "ExtensionCacheError", "cache_root",
+           "stats"]
 
 # How many builds this process compiled, and how many it served from the disk or memory cache.
 stats = {"built": 0, "disk_cache_hits": 0, "memory_cache_hits": 0}
@@ -54,6 +58,11 @@ setup(name=cfg["name"], script_args=["build_ext", "--inplace"] + ([] if cfg["ver
 
 class ExtensionBuildError(RuntimeError):
     """Compiling a native extension failed; the message holds the compiler's text."""
+
+
+class ExtensionCacheError(OSError):
+    """The folder builds are cached in can't be written; the message names it and how to
+    choose another (LUCID_EXTENSIONS_DIR, build_directory=)."""
 
 
 def cache_root():
@@ -103,7 +112,8 @@ def _build_and_import(name, files, shown_as, extra_compile_args, build_directory
             stats["memory_cache_hits"] += 1
             return _loaded[str(binary)]
         if binary is None:
-            binary = _compile(name, files, shown_as, flags, folder, verbose)
+            binary = _compile(name, files, shown_as, flags, folder, verbose,
+                              _cache_setting(build_directory))
             stats["built"] += 1
         else:
             stats["disk_cache_hits"] += 1
@@ -149,12 +159,40 @@ def _find_binary(folder, name):
     return None
 
 
-def _compile(name, files, shown_as, flags, folder, verbose):
+def _cache_setting(build_directory):
+    """Which setting chose the cache folder, as the error message names it."""
+    if build_directory:
+        return "the build_directory= argument"
+    if os.environ.get("LUCID_EXTENSIONS_DIR"):
+        return "LUCID_EXTENSIONS_DIR is set to it"
+    return "the default (LUCID_EXTENSIONS_DIR is not set)"
+
+
+def _cache_error(root, setting, error):
+    """ExtensionCacheError for a cache folder root that can't be written."""
+    reason = error.strerror or type(error).__name__
+    return ExtensionCacheError(
+        f"lucid.utils.cpp_extension: can't write the extension cache folder {root} "
+        f"({reason}; {setting}); choose a writable folder with the LUCID_EXTENSIONS_DIR "
+        "environment variable or load(..., build_directory=...) / "
+        "load_inline(..., build_directory=...)")
+
+
+def _work_folder(name, folder, setting):
+    """A fresh folder beside the cache slot to compile in (ExtensionCacheError if the cache
+    can't be written)."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
+    except OSError as e:
+        raise _cache_error(folder.parent, setting, e) from e
+
+
+def _compile(name, files, shown_as, flags, folder, verbose, setting):
     """Compile in a fresh folder beside the cache slot, then move it into place."""
     if _cython_version() is None:
         raise ImportError('building a native extension needs Cython: pip install "Cython>=3.0"')
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
+    work = _work_folder(name, folder, setting)
     try:
         for filename, text in files.items():
             (work / filename).write_text(text, encoding="utf-8")
@@ -183,14 +221,15 @@ def _compile(name, files, shown_as, flags, folder, verbose):
 
 
 def _import_binary(name, binary):
+    """The module of the extension binary, initialised, and not left in sys.modules (a Cython
+    module adds itself there while it initialises, when the name is free)."""
     spec = importlib.util.spec_from_file_location(name, binary)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
+    finally:
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
     return module
 
 
