@@ -37,6 +37,8 @@ cdef class Node:
         cdef Py_ssize_t i
         if self.num_inputs != 0:
             raise RuntimeError("a node's edges are set once")
+        if self.sequence_nr == 0:
+            init_identity(self)      # a native op's node made without record(): its creation site
         if n < 0 or n > INT_MAX:
             raise ValueError(f"a node takes 0 to {INT_MAX} inputs, not {n}")
         if n > 2:
@@ -59,6 +61,8 @@ cdef class Node:
         Py_XDECREF(self.next_edges[i].node)
         self.next_edges[i].node = <PyObject*>producer
         self.next_edges[i].input_nr = t._output_nr
+        if not is_core_node(self):
+            note_input_meta(self, i, t)   # Note [Native nodes]
 
     cdef tuple apply(self, tuple grads):
         raise NotImplementedError(f"{self.name()} does not implement apply")
@@ -72,7 +76,7 @@ cdef class Node:
     cdef NodeExtra get_extra(self):
         if self.extra is None:
             self.extra = NodeExtra.__new__(NodeExtra)
-            gc_track(self)           # Note [GC tracking]: the extra state may close a cycle
+        gc_track(self)               # Note [GC tracking]: the extra state may close a cycle
         return self.extra
 
     cpdef str name(self):
