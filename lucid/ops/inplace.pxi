@@ -127,12 +127,27 @@ cdef void mark_graph_changed(Tensor self):
 
 
 cdef Tensor history_snapshot(Tensor self):
-    """A copy of self's values that keeps self's current place in the graph."""
+    """A copy of self's values that keeps self's current place in the graph, and in a dual level
+    a copy of self's current tangent (Note [In-place tangents])."""
     cdef Tensor old = wrap(np.array(self.data, copy=True))
     old._grad_fn = self._grad_fn
     old._output_nr = self._output_nr
     old._requires_grad = self._requires_grad
+    if fw_active():
+        set_tangent(old, tangent_copy(self))
     return old
+
+
+cdef Tensor tangent_copy(Tensor t):
+    """A copy of t's tangent (recorded when the tangent is in a graph), or None without one."""
+    cdef Tensor tangent = tangent_of(t)
+    if tangent is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return clone(tangent)
+    finally:
+        resume_fw(level)
 
 
 cdef class CopyBackward(Node):
@@ -156,7 +171,11 @@ cdef class CopyBackward(Node):
 # views see the change, as they see the primal's (Note [Tangent memory]). A tensor without a
 # tangent gets zeros first (a view: the same view of zeros given to its base, when the layout
 # allows); a tangent that can't be written in place (read-only, or a leaf or view that
-# requires grad while grad mode is on) is replaced by a copy.
+# requires grad while grad mode is on) is replaced by a copy. What a recorded in-place op keeps
+# for its backward (the old value for mul_/div_, a copy of a value sharing self's memory) is
+# taken before the tangent is rewritten, with a copy of its tangent (history_snapshot, or
+# clone's own jvp), so a backward run in the dual level (forward-over-reverse) differentiates
+# the old value too.
 
 cdef bint tangent_writable(Tensor t, Tensor value, Tensor tv):
     """Can t, a tangent, be changed in place by lucid's in-place ops with value and tv?"""
@@ -283,17 +302,18 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     cdef Tensor value = operand(other, name)
     cdef bint recorded = check_inplace(self, value, name)
     check_writable(self, value, op, name)
+    cdef Tensor old = None             # self before the write, if the value's gradient needs it
+    if recorded:                       # (before the tangent changes: Note [In-place tangents])
+        if shares_storage(value, self):
+            value = clone(value)      # x.mul_(x): the value must not change under its node
+        if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
+            old = history_snapshot(self)
     if fw_active():
         inplace_jvp(self, value, op)
     if not recorded:
         write_inplace(self, value, op, name)
         self.bump_version_by(name)
         return self
-    if shares_storage(value, self):
-        value = clone(value)          # x.mul_(x): the value must not change under its node
-    cdef Tensor old = None             # self before the write, if the value's gradient needs it
-    if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
-        old = history_snapshot(self)
     cdef Node node
     cdef BinaryBackward bnode
     if op == INPLACE_COPY:
