@@ -63,7 +63,9 @@ cdef class Tensor:
     cdef object _grad                           # Tensor or None
     cdef object _grad_accumulator               # weakref to this leaf's AccumulateGrad, or None
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
-    cdef int64_t _view_version                  # storage's graph_version when the view was taken
+    cdef int64_t _view_version                  # storage's graph_version when the view was taken;
+                                                # -1 - that for a view taken in no_grad mode
+                                                # (Note [No-grad views], ops/inplace.pxi)
     cdef TensorExtra _extra                     # tangent, inference flag, leaf hooks; or None
     cdef object __weakref__
 

@@ -496,6 +496,8 @@ cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
     """A tensor forward changed in place (mark_dirty): bump its version; refuse what can't
     carry the new history (a leaf that requires grad, a view in the graph)."""
     t.bump_version_by(info.function_cls.__name__)
+    if grad_enabled():
+        check_no_grad_view(t, recorded, f"Function {info.function_cls.__name__} (mark_dirty)")
     if not recorded:
         return
     if t._grad_fn is None and t._requires_grad:

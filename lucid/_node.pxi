@@ -222,12 +222,13 @@ cdef Node gradient_node(Tensor t):
 cdef inline void check_not_stale(Tensor t) except *:
     """Raise when t is a view whose base was changed in place by a recorded op since."""
     if t._view_base is not None and t._storage is not None and \
-            t._view_version != t._storage.graph_version and t.requires_grad_c():
+            view_taken_at(t) != t._storage.graph_version and t.requires_grad_c():
         raise_stale_view(t)
 
 
-cdef void raise_stale_view(Tensor t) except *:
+cdef void raise_stale_view(Tensor t, str op=None) except *:
     raise RuntimeError(
-        f"this view (shape {t.data.shape}) was taken before its base was changed in place by a "
+        f"{'' if op is None else op + ': '}this view (shape {t.data.shape}) was taken before "
+        "its base was changed in place by a "
         "recorded operation, so its history is out of date; take the view again after the "
         "in-place change (or clone() it before)")
