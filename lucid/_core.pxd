@@ -17,7 +17,7 @@ cimport numpy as cnp
 # ABI guard
 # ------------------------------------------------------------------------------------------------
 cdef enum:
-    ABI_VERSION = 3                             # bumped by every change to a field or cdef method
+    ABI_VERSION = 4                             # bumped by every change to a field or cdef method
 
 # A native op's module calls check_abi(ABI_VERSION) at import: it raises ImportError naming both
 # versions when the lucid it runs against was built with another layout.
@@ -63,7 +63,9 @@ cdef class Tensor:
     cdef object _grad                           # Tensor or None
     cdef object _grad_accumulator               # weakref to this leaf's AccumulateGrad, or None
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
-    cdef int64_t _view_version                  # storage's graph_version when the view was taken
+    cdef int64_t _view_version                  # storage's graph_version when the view was taken;
+                                                # -1 - that for a view taken in no_grad mode
+                                                # (Note [No-grad views], ops/inplace.pxi)
     cdef TensorExtra _extra                     # tangent, inference flag, leaf hooks; or None
     cdef object __weakref__
 
@@ -118,6 +120,9 @@ cdef class NodeExtra:
     cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
     cdef object jvp_fn                          # reserved: a native op's forward-mode rule
     cdef dict metadata                          # node.metadata, a free dict for users
+    cdef list input_meta                        # a native node's inputs: (shape, dtype) or None
+                                                # each, what its gradients must match (Note
+                                                # [Native nodes], _engine.pxi)
 
 
 cdef class Node:
@@ -146,7 +151,8 @@ cdef class Node:
     cdef void release_saved(self)               # drop saved state (after running, or on free)
     cpdef str name(self)                        # "MulBackward", "<Function>Backward", ...
 
-    cdef void set_num_inputs(self, Py_ssize_t n) except *   # allocate the edge array
+    cdef void set_num_inputs(self, Py_ssize_t n) except *   # allocate the edge array (and give
+                                                # a node made without record() its identity)
     cdef void set_edge(self, Py_ssize_t i, Tensor t) except *   # edge i from t (if it needs grad)
     cdef NodeExtra get_extra(self)              # node.extra, made (and the node GC-tracked) if missing
     cdef NodeExtra checked_extra(self, object fn)   # get_extra() for a hook fn (checked callable)

@@ -6,7 +6,7 @@ C call; each piece is its own include file, one job each (see DESIGN.md).
 cimport cython
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_REFCNT
-from cpython.object cimport PyTypeObject, destructor
+from cpython.object cimport PyTypeObject, Py_TYPE, destructor
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
@@ -62,3 +62,6 @@ include "ops/convert.pxi"
 include "_vectorcall.pxi"
 include "_function.pxi"
 include "_engine.pxi"
+
+# every node class defined above is the core's own (Note [Native nodes])
+register_core_node_types()

@@ -205,28 +205,13 @@ cdef class PythonBackwardNode(Node):
         return out
 
     cdef object checked_gradient(self, object g, Py_ssize_t i):
-        """Backward's gradient for input i, checked (type, shape) and cast to the input's dtype."""
+        """Backward's gradient for input i, checked (type, shape) and cast to the input's dtype
+        (the checks the engine makes of a native node's gradients: Note [Native nodes])."""
         meta = self.input_meta[i]
-        if not isinstance(g, Tensor):
-            raise RuntimeError(f"Function {self.function.__name__}.backward returned "
-                               f"{type(g).__name__} as the gradient of input {i}; expected a "
-                               "Tensor or None")
-        if meta is None:
-            raise RuntimeError(f"Function {self.function.__name__}.backward returned a Tensor as "
-                               f"the gradient of input {i}, which is not a tensor; expected None")
-        cdef Tensor t = <Tensor>g
-        if not shape_is(t.data, <tuple>meta[0]):
-            raise RuntimeError(f"Function {self.function.__name__}.backward returned a gradient "
-                               f"of shape {t.data.shape} for input {i}; expected shape {meta[0]}")
+        cdef Tensor t = checked_gradient_form(self, g, meta, i)
         if not needs(self, i):
             return None
-        if descr(t.data) is not meta[1] and t.data.dtype != meta[1]:
-            if not is_float_dtype(descr(t.data)):
-                raise RuntimeError(f"Function {self.function.__name__}.backward returned a "
-                                   f"gradient of dtype {dtype_name(t.data.dtype)} for input {i}; "
-                                   f"expected {dtype_name(meta[1])}")
-            t = cast(t, meta[1])
-        return t
+        return gradient_in_dtype(self, t, (<tuple>meta)[1], i)
 
 
 def make_backward_class(function_cls):
@@ -511,6 +496,8 @@ cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
     """A tensor forward changed in place (mark_dirty): bump its version; refuse what can't
     carry the new history (a leaf that requires grad, a view in the graph)."""
     t.bump_version_by(info.function_cls.__name__)
+    if grad_enabled():
+        check_no_grad_view(t, recorded, f"Function {info.function_cls.__name__} (mark_dirty)")
     if not recorded:
         return
     if t._grad_fn is None and t._requires_grad:

@@ -37,6 +37,8 @@ cdef class Node:
         cdef Py_ssize_t i
         if self.num_inputs != 0:
             raise RuntimeError("a node's edges are set once")
+        if self.sequence_nr == 0:
+            init_identity(self)      # a native op's node made without record(): its creation site
         if n < 0 or n > INT_MAX:
             raise ValueError(f"a node takes 0 to {INT_MAX} inputs, not {n}")
         if n > 2:
@@ -59,6 +61,8 @@ cdef class Node:
         Py_XDECREF(self.next_edges[i].node)
         self.next_edges[i].node = <PyObject*>producer
         self.next_edges[i].input_nr = t._output_nr
+        if not is_core_node(self):
+            note_input_meta(self, i, t)   # Note [Native nodes]
 
     cdef tuple apply(self, tuple grads):
         raise NotImplementedError(f"{self.name()} does not implement apply")
@@ -72,7 +76,7 @@ cdef class Node:
     cdef NodeExtra get_extra(self):
         if self.extra is None:
             self.extra = NodeExtra.__new__(NodeExtra)
-            gc_track(self)           # Note [GC tracking]: the extra state may close a cycle
+        gc_track(self)               # Note [GC tracking]: the extra state may close a cycle
         return self.extra
 
     cpdef str name(self):
@@ -218,12 +222,13 @@ cdef Node gradient_node(Tensor t):
 cdef inline void check_not_stale(Tensor t) except *:
     """Raise when t is a view whose base was changed in place by a recorded op since."""
     if t._view_base is not None and t._storage is not None and \
-            t._view_version != t._storage.graph_version and t.requires_grad_c():
+            view_taken_at(t) != t._storage.graph_version and t.requires_grad_c():
         raise_stale_view(t)
 
 
-cdef void raise_stale_view(Tensor t) except *:
+cdef void raise_stale_view(Tensor t, str op=None) except *:
     raise RuntimeError(
-        f"this view (shape {t.data.shape}) was taken before its base was changed in place by a "
+        f"{'' if op is None else op + ': '}this view (shape {t.data.shape}) was taken before "
+        "its base was changed in place by a "
         "recorded operation, so its history is out of date; take the view again after the "
         "in-place change (or clone() it before)")

@@ -1011,10 +1011,22 @@ cdef Tensor wrap_like_view(object array, Tensor base):
     t.data = array if type(array) is cnp.ndarray else np.asarray(array)
     t._storage = base.storage()
     t._view_base = base if base._view_base is None else base._view_base
-    t._view_version = t._storage.graph_version
+    cdef int64_t version = t._storage.graph_version
+    # Note [No-grad views]: a view taken in no_grad mode, or of such a view, is marked
+    t._view_version = version if grad_enabled() and not taken_in_no_grad(base) else -1 - version
     if is_inference(base) or (rare_modes != 0 and lucid_inference_on != 0):
         tensor_extra(t).inference = True
     return t
+
+
+cdef inline bint taken_in_no_grad(Tensor t) noexcept:
+    """Is t a view taken in no_grad mode, or a view of one? (Note [No-grad views])"""
+    return t._view_base is not None and t._view_version < 0
+
+
+cdef inline int64_t view_taken_at(Tensor t) noexcept:
+    """The storage's graph_version when t, a view, was taken (Note [No-grad views])."""
+    return t._view_version if t._view_version >= 0 else -1 - t._view_version
 
 
 cdef Tensor scalar_operand(object value):

@@ -18,6 +18,8 @@ Traits of a row (see op_table's docstring for what each check does with them):
     rank, ...); inputs whose domain is in ``LEAF_DOMAINS`` are always fresh leaves;
   * ``same_dtype``: the inputs must share one dtype (scatter_add raises otherwise, as PyTorch
     does), so a program using the row is not run with a random mix of float32 and float64 leaves;
+  * ``inplace``: an ``ELEMENTWISE`` row that writes into (a copy of) its first input: the other
+    inputs broadcast to the first one's shape, which is the result's (tests/op_rows_inplace.py);
   * ``tol64`` / ``tol32``: value tolerances (rtol = atol) in float64 / float32 (looser for
     linalg, tighter in float32 for the elementwise family);
   * ``gradgrad`` / ``forward_ad`` / ``property``: take part in gradgradcheck / the forward-mode
@@ -62,6 +64,7 @@ class OpSpec:
     multi_output: bool = False  # fn returns a tuple of tensors (ref: a tuple of arrays)
     fresh_inputs: bool = False  # random programs feed it fresh leaves only
     same_dtype: bool = False  # its inputs must share one dtype (it raises otherwise, by design)
+    inplace: bool = False  # writes into its first input: the others broadcast to its shape
     tol64: float = 1e-12   # float64 values: rtol = atol
     tol32: float = 2e-5    # float32 values: rtol = atol
     gradgrad: bool = True  # second derivatives are checked

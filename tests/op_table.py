@@ -4,8 +4,9 @@
 shapes, cat/stack, indexing) followed by the rows of the family modules, each a ``Rows`` list:
 tests/op_rows_elementwise.py (API.md section 8's elementwise ops), op_rows_statistics.py (prod,
 var/std, norm, logsumexp, softmax, cumsum/cumprod), op_rows_indexing.py (gather/scatter, masks,
-split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum) and op_rows_linalg.py
-(lucid.linalg, mm/bmm/dot/outer). What a row is, its traits, the input domains and the builders
+split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum), op_rows_linalg.py
+(lucid.linalg, mm/bmm/dot/outer) and op_rows_inplace.py (the in-place ops, each writing into a
+copy of its first input). What a row is, its traits, the input domains and the builders
 are in tests/op_spec.py (re-exported here).
 
 Each row names the lucid callable and its NumPy reference (float64), the input-shape tuples to
@@ -33,6 +34,7 @@ import numpy as np
 import lucid
 import op_rows_elementwise
 import op_rows_indexing
+import op_rows_inplace
 import op_rows_linalg
 import op_rows_statistics
 from op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, HI, LEAF_DOMAINS,  # noqa: F401
@@ -400,7 +402,7 @@ op("index_1d_int_to_0d", lambda x: x[3], lambda a: a[3], (((5,),),), (ANY,))
 
 
 OPS = [*CORE, *op_rows_elementwise.ROWS, *op_rows_statistics.ROWS, *op_rows_indexing.ROWS,
-       *op_rows_linalg.ROWS]
+       *op_rows_linalg.ROWS, *op_rows_inplace.ROWS]
 
 
 def _shape_id(shapes):

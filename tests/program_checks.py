@@ -7,7 +7,13 @@
   float32 and float64 leaves (each gradient in its leaf's dtype; not for a program with a step
   whose inputs must share a dtype), against the float64 one; neither
   the cotangents nor the leaves may be written;
-* second order: gradgradcheck of the program made scalar (sum of out * w).
+* second order: gradgradcheck of the program made scalar (sum of out * w);
+* forward-over-reverse and reverse-over-forward: with random tangents t on the leaves (one leaf
+  in four without one) and random cotangents u, the tangent of the gradient of
+  sum_j sum(out_j * u_j) taken in a dual level, and the gradient of sum_j sum(tangent_j * u_j)
+  of the tangents made in one, are both H_u t (H_u the Hessian of that sum); each is checked
+  against central finite differences of the plain gradient along t, with its first-order part
+  (the gradient itself; the tangents against finite differences of the program along t).
 A mismatch is re-measured with two other finite-difference steps; when those disagree with each
 other the point is not smooth enough to judge and the program is counted as inconclusive.
 A report is the (shrunk) program as a runnable script, ending with the failing comparison.
@@ -17,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import lucid
-from random_programs import (Leaf, layouts_for, leaf_array, leaf_code, leaf_dtype, render,
-                             run_lucid, run_numpy)
+import lucid.autograd.forward_ad as fwAD
+from random_programs import (Leaf, layouts_for, leaf_array, leaf_code, leaf_dtype, make_leaves,
+                             render, run_lucid, run_numpy, run_steps)
 from row_source import value_code
 
 INCONCLUSIVE = "inconclusive"
@@ -357,3 +364,189 @@ def check_second_order(prog, rng):
         f"({names},) fails:",
         f"# {message.splitlines()[0]}"])
     return f"wrong second derivative in a random program (seed {prog.seed}):\n{body}"
+
+
+# ---------------------------------------------------------------------------------------------
+# forward-over-reverse and reverse-over-forward
+# ---------------------------------------------------------------------------------------------
+
+FORWARD_OVER_REVERSE, REVERSE_OVER_FORWARD = "forward-over-reverse", "reverse-over-forward"
+
+
+def _tangents(prog, rng):
+    """A random tangent per leaf; about one leaf in four gets none (at least one gets one)."""
+    ts = [None if rng.random() < 0.25 else np.round(rng.standard_normal(leaf.values.shape), 2)
+          for leaf in prog.leaves]
+    if all(t is None for t in ts):
+        k = int(rng.integers(len(ts)))
+        ts[k] = np.round(rng.standard_normal(prog.leaves[k].values.shape), 2)
+    return ts
+
+
+def _weighted_sum(outs, us):
+    """sum_j sum(out_j * u_j) as a lucid scalar (None when no term requires grad)."""
+    total = None
+    for out, u in zip(outs, us):
+        if out is None or not out.requires_grad:
+            continue
+        term = (out * lucid.from_numpy(np.array(u, np.float64))).sum()
+        total = term if total is None else total + term
+    return total
+
+
+def _gradients(loss, leaves):
+    """d loss / d leaves as float64 arrays (zeros where there is none)."""
+    if loss is None:
+        return [np.zeros(leaf.shape) for leaf in leaves]
+    grads = lucid.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
+    return [_np(g) for g in grads]
+
+
+def _plain_gradient(prog, values, us):
+    """The plain reverse-mode gradient of sum_j sum(out_j * u_j) at the leaf values (float64,
+    without the program's extras)."""
+    leaves = make_leaves(prog, np.float64, values)
+    env = run_steps(prog, dict(zip((leaf.name for leaf in prog.leaves), leaves)))
+    return _gradients(_weighted_sum([env[o] for o in prog.outputs], us), leaves)
+
+
+def _along(values, ts, eps):
+    return [v + eps * (0.0 if t is None else t) for v, t in zip(values, ts)]
+
+
+def fd_hvp(prog, us, ts, eps):
+    """Central finite differences of the plain gradient along the tangents: H_u t."""
+    values = [leaf.values for leaf in prog.leaves]
+    plus = _plain_gradient(prog, _along(values, ts, eps), us)
+    minus = _plain_gradient(prog, _along(values, ts, -eps), us)
+    return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+
+
+def fd_jvp(prog, ts, eps):
+    """Central finite differences of each output along the tangents: J t."""
+    values = [leaf.values for leaf in prog.leaves]
+    with lucid.no_grad():
+        plus = run_lucid(prog, np.float64, _along(values, ts, eps), False)
+        minus = run_lucid(prog, np.float64, _along(values, ts, -eps), False)
+    return [(_np(plus[o]) - _np(minus[o])) / (2 * eps) for o in prog.outputs]
+
+
+def _dual_program(prog, ts):
+    """Inside a dual level: (the leaves, the program's values) with each leaf given its tangent."""
+    leaves = make_leaves(prog)
+    env = {leaf.name: (t if tangent is None else
+                       fwAD.make_dual(t, lucid.from_numpy(np.array(tangent, np.float64))))
+           for leaf, t, tangent in zip(prog.leaves, leaves, ts)}
+    return leaves, run_steps(prog, env, np.float64, prog.extras)
+
+
+def forward_over_reverse(prog, us, ts):
+    """(the gradient of sum_j sum(out_j * u_j), its tangent) computed in a dual level."""
+    with fwAD.dual_level():
+        leaves, env = _dual_program(prog, ts)
+        loss = _weighted_sum([env[o] for o in prog.outputs], us)
+        if loss is None:
+            zeros = [np.zeros(leaf.shape) for leaf in leaves]
+            return zeros, zeros
+        grads = lucid.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
+        tangents = [fwAD.unpack_dual(g).tangent for g in grads]
+        return [_np(g) for g in grads], [np.zeros(g.shape) if t is None else _np(t)
+                                         for g, t in zip(grads, tangents)]
+
+
+def reverse_over_forward(prog, us, ts):
+    """(the tangent of each output, the gradient of sum_j sum(tangent_j * u_j)): the tangents
+    made in a dual level, the gradient taken after it."""
+    with fwAD.dual_level():
+        leaves, env = _dual_program(prog, ts)
+        jvps = [fwAD.unpack_dual(env[o]).tangent for o in prog.outputs]
+    outs = [np.zeros(env[o].shape) if j is None else _np(j) for o, j in zip(prog.outputs, jvps)]
+    return outs, _gradients(_weighted_sum(jvps, us), leaves)
+
+
+def _mixed_failure(prog, us, ts, mode):
+    """None, INCONCLUSIVE or (leaf index or output index, lucid's value, expected, what)."""
+    if mode == FORWARD_OVER_REVERSE:
+        grads, hvp = forward_over_reverse(prog, us, ts)
+        plain = _plain_gradient(prog, [leaf.values for leaf in prog.leaves], us)
+        for i, (g, p) in enumerate(zip(grads, plain)):
+            if not _close(g, p, 1e-10, 1e-10 * (1.0 + (np.max(np.abs(p)) if p.size else 0.0))):
+                return ("leaf", i), g, p, "the gradient taken in a dual level differs from the " \
+                    "plain gradient"
+    else:
+        jvps, hvp = reverse_over_forward(prog, us, ts)
+        want = fd_jvp(prog, ts, EPS)
+        for j, (got, w) in enumerate(zip(jvps, want)):
+            atol = 1e-6 * (1.0 + (np.max(np.abs(w)) if w.size else 0.0))
+            if not _close(got, w, 1e-4, atol):
+                wide, narrow = fd_jvp(prog, ts, 1e-4)[j], fd_jvp(prog, ts, 1e-7)[j]
+                if not _close(wide, narrow, 1e-3, 100 * atol):
+                    return INCONCLUSIVE
+                return ("output", j), got, w, "tangent differs from central finite " \
+                    "differences of the program along the tangents"
+    want = fd_hvp(prog, us, ts, EPS)
+    for i, (got, w) in enumerate(zip(hvp, want)):
+        atol = 1e-6 * (1.0 + (np.max(np.abs(w)) if w.size else 0.0))
+        if not _close(got, w, 1e-4, atol):
+            wide, narrow = fd_hvp(prog, us, ts, 1e-4)[i], fd_hvp(prog, us, ts, 1e-7)[i]
+            if not _close(wide, narrow, 1e-3, 100 * atol):
+                return INCONCLUSIVE
+            what = "tangent of the gradient" if mode == FORWARD_OVER_REVERSE else \
+                "gradient of sum_j sum(tangent_j * u_j)"
+            return ("leaf", i), got, w, f"{what} differs from central finite differences of " \
+                "the gradient along the tangents"
+    return None
+
+
+def check_mixed_modes(prog, rng, mode):
+    """forward-over-reverse or reverse-over-forward (mode) against finite differences; on a
+    failure, the smallest prefix of the program (one output) that fails is reported."""
+    us = _cotangents(prog, rng)
+    ts = _tangents(prog, rng)
+    failure = _mixed_failure(prog, us, ts, mode)
+    if failure is None or failure == INCONCLUSIVE:
+        return failure
+    tangent_of = {leaf.name: t for leaf, t in zip(prog.leaves, ts)}
+    for step in prog.steps:
+        sub = prog.upto(step.name)
+        sub_ts = [tangent_of[leaf.name] for leaf in sub.leaves]
+        if all(t is None for t in sub_ts):
+            continue
+        sub_us = _cotangents(sub, rng)
+        sub_failure = _mixed_failure(sub, sub_us, sub_ts, mode)
+        if sub_failure is not None and sub_failure != INCONCLUSIVE:
+            prog, us, ts, failure = sub, sub_us, sub_ts, sub_failure
+            break
+    return _mixed_report(prog, us, ts, mode, failure)
+
+
+def _mixed_report(prog, us, ts, mode, failure):
+    (kind, i), got, want, what = failure
+    names = [leaf.name for leaf in prog.leaves]
+    head = [f"{u.name} = lucid.from_numpy({leaf_code(u, np.float64)})"
+            for u in (Leaf(f"u{j}", u, "contiguous", getattr(u, "code", ""))
+                      for j, u in enumerate(us))]
+    head += [f"t{k} = lucid.from_numpy({leaf_code(Leaf(f't{k}', t, 'contiguous'), np.float64)})"
+             for k, t in enumerate(ts) if t is not None]
+    head.append(f"leaves = [{', '.join(names)}]")
+    before = [f"{n} = fwAD.make_dual({n}, t{k})" for k, n in enumerate(names)
+              if ts[k] is not None]
+    loss = " + ".join(f"({o} * u{j}).sum()" for j, o in enumerate(prog.outputs))
+    if mode == FORWARD_OVER_REVERSE:
+        after = [f"grads = lucid.autograd.grad({loss}, leaves, allow_unused=True, "
+                 "materialize_grads=True)",
+                 f"print(grads[{i}]" + ("" if "plain" in what else ", fwAD.unpack_dual("
+                                        f"grads[{i}]).tangent") + f")  # d/d({names[i]})"]
+        tail = []
+    else:
+        after = [f"jvps = [fwAD.unpack_dual(o).tangent for o in [{', '.join(prog.outputs)}]]"]
+        tail = [f"print(jvps[{i}])  # the tangent of {prog.outputs[i]}"] if kind == "output" else [
+            "loss = " + " + ".join(f"(jvps[{j}] * u{j}).sum()" for j in range(len(prog.outputs))),
+            "grads = lucid.autograd.grad(loss, leaves, allow_unused=True, "
+            "materialize_grads=True)",
+            f"print(grads[{i}])  # d/d({names[i]})"]
+    where = f"d/d({names[i]})" if kind == "leaf" else f"output {prog.outputs[i]}"
+    tail = tail + [f"# lucid gives {np.asarray(got).tolist()}",
+                   f"# expected {np.round(np.asarray(want), 8).tolist()}"]
+    return (f"wrong {mode} derivative in a random program (seed {prog.seed}): {where}: {what}\n" +
+            render(prog, np.float64, tail, head, (before, after)))

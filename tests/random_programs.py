@@ -3,8 +3,13 @@
 A program is a list of leaves (float values with a memory layout made by NumPy: contiguous,
 transposed, reversed or strided), a list of steps ``v3 = <expression over earlier names>`` and its
 outputs (the steps no later step uses).
-Each step is a table row (its lambda for lucid, its reference for NumPy) or a view (transpose,
+Each step is a table row (its lambda for lucid, its reference for NumPy; the in-place rows of
+tests/op_rows_inplace.py write into a copy of their first input) or a view (transpose,
 permute, reshape, slicing, expand, unsqueeze, squeeze). Programs print as runnable Python.
+A program may carry extras (``Extras``), which the runs that compute gradients apply and the
+printed script shows: tensor hooks returning g * 1.0 on some steps, some steps run through
+lucid.utils.checkpoint.checkpoint, and the steps run under a pair of saved-tensor hooks
+(lucid.autograd.graph.saved_tensors_hooks); none of them changes a value or a derivative.
 
 Values are kept where finite differences mean something: every step's values are finite and
 bounded, and an operand is reused only when it lies inside the row's domain with a margin (positive
@@ -16,14 +21,18 @@ is one step whose value is its outputs joined (flattened and concatenated: op_sp
 finite also keeps every upstream gradient finite: masking by multiplication in the backward of
 where/clamp/maximum/minimum/relu/amax turns inf/NaN gradients into NaN (a known open bug).
 """
+import contextlib
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 import lucid
+import op_rows_inplace
 import op_table as T
+from lucid.autograd.graph import saved_tensors_hooks
+from lucid.utils.checkpoint import checkpoint
 from row_source import row_code, value_code
 
 LIMIT = 1e4         # a step with a value outside +-LIMIT (or not finite) is not taken
@@ -60,12 +69,41 @@ class Step:
     same_dtype: bool = False  # the operands must share one dtype (the row's same_dtype)
 
 
+# saved-tensor hooks a program may run under: kind -> (pack, unpack, their code); "numpy" keeps
+# a copy without history, so it is for first derivatives only (as in PyTorch)
+SAVED_HOOKS = {
+    "alias": (lambda t: t, lambda p: p, "lambda t: t", "lambda p: p"),
+    "clone": (lambda t: t.clone(), lambda p: p, "lambda t: t.clone()", "lambda p: p"),
+    "numpy": (lambda t: t.detach().numpy().copy(), lambda a: lucid.from_numpy(a),
+              "lambda t: t.detach().numpy().copy()", "lambda a: lucid.from_numpy(a)"),
+}
+HOOK_CODE = "lambda g: g * 1.0"
+
+
+def _same_gradient(g):
+    return g * 1.0               # HOOK_CODE: a replacement with the same values
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What a gradient run adds to a program: a tensor hook on each of the steps `hooks`, the
+    steps `checkpointed` run through checkpoint, and the steps run under `saved_hooks`."""
+    hooks: frozenset = frozenset()
+    checkpointed: frozenset = frozenset()
+    saved_hooks: str = None
+
+    def kept(self, names):
+        """These extras for the steps called names only."""
+        return replace(self, hooks=self.hooks & names, checkpointed=self.checkpointed & names)
+
+
 @dataclass
 class Program:
     leaves: list
     steps: list
     outputs: tuple          # the steps no later step uses (so every step counts)
     seed: object = 0
+    extras: Extras = None   # applied by the runs that compute gradients
 
     def upto(self, name):
         """The program whose one output is the step called name (only what it needs)."""
@@ -76,7 +114,8 @@ class Program:
                 steps.append(step)
         steps.reverse()
         leaves = [leaf for leaf in self.leaves if leaf.name in needed]
-        return Program(leaves, steps, (name,), self.seed)
+        extras = None if self.extras is None else self.extras.kept({st.name for st in steps})
+        return Program(leaves, steps, (name,), self.seed, extras)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,22 +176,56 @@ def leaf_dtype(np_dtype, i):
     return np_dtype[i] if isinstance(np_dtype, tuple) else np_dtype
 
 
-def run_lucid(prog, np_dtype=np.float64, leaf_values=None, requires_grad=True):
-    """Every name of the program bound to its lucid tensor."""
-    env = {}
+def make_leaves(prog, np_dtype=np.float64, leaf_values=None, requires_grad=True):
+    """The program's leaves as lucid tensors, in order."""
+    out = []
     for i, leaf in enumerate(prog.leaves):
         values = leaf.values if leaf_values is None else leaf_values[i]
         t = lucid.from_numpy(leaf_array(values, leaf.layout, leaf_dtype(np_dtype, i)))
-        env[leaf.name] = t.requires_grad_() if requires_grad else t
-    for step in prog.steps:
-        try:
-            env[step.name] = step.fn(*[env[a] for a in step.args])
-        except Exception as e:
-            sub = prog.upto(step.name)
-            names = [leaf.name for leaf in prog.leaves]
-            dtypes = tuple(leaf_dtype(np_dtype, names.index(leaf.name)) for leaf in sub.leaves)
-            raise StepError(sub, step, e, dtypes) from e
+        out.append(t.requires_grad_() if requires_grad else t)
+    return out
+
+
+def run_lucid(prog, np_dtype=np.float64, leaf_values=None, requires_grad=True, extras=True):
+    """Every name of the program bound to its lucid tensor (with the program's extras when the
+    leaves require grad, unless extras is False)."""
+    leaves = make_leaves(prog, np_dtype, leaf_values, requires_grad)
+    return run_steps(prog, dict(zip((leaf.name for leaf in prog.leaves), leaves)), np_dtype,
+                     prog.extras if requires_grad and extras else None)
+
+
+def run_steps(prog, env, np_dtype=np.float64, extras=None):
+    """env (the leaves bound to tensors) with every step of the program added, run with extras."""
+    hooks = contextlib.nullcontext() if extras is None or extras.saved_hooks is None else \
+        saved_tensors_hooks(*SAVED_HOOKS[extras.saved_hooks][:2])
+    with hooks:
+        for step in prog.steps:
+            try:
+                env[step.name] = _run_step(step, env, extras)
+            except Exception as e:
+                sub = prog.upto(step.name)
+                names = [leaf.name for leaf in prog.leaves]
+                dtypes = tuple(leaf_dtype(np_dtype, names.index(leaf.name))
+                               for leaf in sub.leaves)
+                raise StepError(sub, step, e, dtypes) from e
     return env
+
+
+def _run_step(step, env, extras):
+    """The step's value (through checkpoint, and with a hook, when extras say so)."""
+    if extras is not None and step.name in extras.checkpointed:
+        names = _unique(step.args)
+        value = checkpoint(lambda *a: step.fn(*[a[names.index(n)] for n in step.args]),
+                           *[env[n] for n in names])
+    else:
+        value = step.fn(*[env[a] for a in step.args])
+    if extras is not None and step.name in extras.hooks and value.requires_grad:
+        value.register_hook(_same_gradient)
+    return value
+
+
+def _unique(names):
+    return list(dict.fromkeys(names))
 
 
 class StepError(Exception):
@@ -175,16 +248,49 @@ def run_numpy(prog, leaf_values=None):
     return env
 
 
-def render(prog, np_dtype=np.float64, tail=()):
-    """The program as a Python script (leaves made with NumPy layouts, then the steps)."""
-    lines = ["import numpy as np", "import lucid", ""]
+def render(prog, np_dtype=np.float64, tail=(), head=(), dual=None):
+    """The program as a Python script: leaves made with NumPy layouts, the head lines, the steps
+    (with the program's extras), then the tail lines. dual: (lines before the steps, lines after
+    them), all inside `with fwAD.dual_level():`."""
+    extras = prog.extras
+    lines = ["import numpy as np", "import lucid"]
+    if dual is not None:
+        lines.append("import lucid.autograd.forward_ad as fwAD")
+    if extras is not None and extras.checkpointed:
+        lines.append("from lucid.utils.checkpoint import checkpoint")
+    lines.append("")
     for i, leaf in enumerate(prog.leaves):
         code = leaf_code(leaf, leaf_dtype(np_dtype, i))
         lines.append(f"{leaf.name} = lucid.from_numpy({code}).requires_grad_()"
                      f"  # {leaf.layout}")
-    lines += [f"{step.name} = {step.code}" for step in prog.steps]
+    lines += list(head)
+    indent = ""
+    if dual is not None:
+        lines.append("with fwAD.dual_level():")
+        indent = "    "
+        lines += [indent + line for line in dual[0]]
+    if extras is not None and extras.saved_hooks is not None:
+        pack, unpack = SAVED_HOOKS[extras.saved_hooks][2:]
+        lines.append(f"{indent}with lucid.autograd.graph.saved_tensors_hooks({pack}, {unpack}):")
+        indent += "    "
+    lines += [indent + line for step in prog.steps for line in _step_lines(step, extras)]
+    if dual is not None:
+        lines += ["    " + line for line in dual[1]]
     lines += list(tail)
     return "\n".join(lines)
+
+
+def _step_lines(step, extras):
+    """The step's line (and its hook's) as the program's extras run it."""
+    if extras is not None and step.name in extras.checkpointed:
+        names = ", ".join(_unique(step.args))
+        lines = [f"{step.name} = checkpoint(lambda {names}: {step.code}, {names})"]
+    else:
+        lines = [f"{step.name} = {step.code}"]
+    if extras is not None and step.name in extras.hooks:
+        lines.append(f"if {step.name}.requires_grad:")
+        lines.append(f"    {step.name}.register_hook({HOOK_CODE})")
+    return lines
 
 
 def features(prog):
@@ -204,7 +310,18 @@ def features(prog):
             found.add("mixed shapes")
     if len(prog.outputs) > 1:
         found.add("several outputs")
+    if any(step.label in INPLACE_ROWS for step in prog.steps):
+        found.add("in-place")
+    extras = prog.extras
+    if extras is not None:
+        found |= {name for name, on in (("hooks", extras.hooks),
+                                        ("checkpoint", extras.checkpointed)) if on}
+        if extras.saved_hooks is not None:
+            found.add(f"saved-tensor hooks ({extras.saved_hooks})")
     return found
+
+
+INPLACE_ROWS = frozenset(spec.name for spec in op_rows_inplace.ROWS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,10 +400,14 @@ def _index_text(key):
 class Generator:
     """Makes random programs from rows (OpSpecs) with a seeded NumPy generator."""
 
-    def __init__(self, rng, rows, view_probability=0.3, zero_size=True, layouts=True, large=False):
+    def __init__(self, rng, rows, view_probability=0.3, zero_size=True, layouts=True, large=False,
+                 extras=0.0, checkpoints=True, saved_hooks=tuple(SAVED_HOOKS)):
         self.rng = rng
         self.rows = list(rows)
         self.view_probability = view_probability
+        self.extras = extras            # the share of programs given random Extras
+        self.checkpoints = checkpoints  # may the extras checkpoint steps?
+        self.saved_hooks = saved_hooks  # the saved-tensor hooks the extras may use
         self.zero_size = zero_size and not large
         self.layouts = layouts
         self.large = large          # shapes above the typed-loop cut-off; leaves made by code
@@ -306,8 +427,9 @@ class Generator:
             return self.values[names[0] if self.rng.random() < 0.6 else self._choice(names)].shape
         return None
 
-    def _partner(self, base):
-        r = self.rng.random()
+    def _partner(self, base, grow=True):
+        """A shape that broadcasts with base (to base's own shape unless grow)."""
+        r = self.rng.random() * (1.0 if grow else 0.85)
         if r < 0.35:
             return base
         if r < 0.55:
@@ -323,9 +445,11 @@ class Generator:
         if spec.kind == T.ELEMENTWISE:
             ok = (lambda s: allow_empty or 0 not in s)
             base = self._recent_shape(ok) or self._choice(self._fresh_shapes(allow_empty))
-            shapes = [base] + [self._partner(base) for _ in range(spec.arity - 1)]
-            order = self.rng.permutation(len(shapes))
-            shapes = [shapes[i] for i in order]
+            shapes = [base] + [self._partner(base, grow=not spec.inplace)
+                               for _ in range(spec.arity - 1)]
+            if not spec.inplace:         # (an in-place row's first input has the result's shape)
+                order = self.rng.permutation(len(shapes))
+                shapes = [shapes[i] for i in order]
             try:
                 full = np.broadcast_shapes(*shapes)
             except ValueError:
@@ -542,4 +666,17 @@ class Generator:
             return None
         used = {a for step in self.steps for a in step.args}
         outputs = tuple(step.name for step in self.steps if step.name not in used)
-        return Program(self.leaves, self.steps, outputs, seed)
+        extras = self._extras() if self.rng.random() < self.extras else None
+        return Program(self.leaves, self.steps, outputs, seed, extras)
+
+    def _extras(self):
+        """Random extras: hooks on some steps, some steps checkpointed, saved-tensor hooks."""
+        names = [step.name for step in self.steps]
+
+        def some():
+            return frozenset(n for n in names if self.rng.random() < 0.4)
+        hooks = some() if self.rng.random() < 0.6 else frozenset()
+        checkpointed = some() if self.checkpoints and self.rng.random() < 0.6 else frozenset()
+        saved = self._choice(self.saved_hooks) if self.saved_hooks and \
+            self.rng.random() < 0.5 else None
+        return Extras(hooks, checkpointed, saved)

@@ -8,8 +8,15 @@ Each is checked against NumPy (forward values) and float64 central finite differ
 (a VJP with a random cotangent; gradgradcheck of a small scalar-valued program); large programs
 (above lucid's typed-loop cut-off) are checked along a random direction.
 
-Budget: LUCID_PROPERTY_SECONDS (default 4) seconds in all, after the one pass over every row;
-LUCID_PROPERTY_SEED picks another sequence of programs. A failure prints the program as a script.
+Programs also run through the in-place rows (tests/op_rows_inplace.py), and some carry extras
+that change no derivative (tensor hooks, checkpointed steps, saved-tensor hooks:
+random_programs.Extras). Programs of the rows with forward mode and second derivatives are also
+checked under forward-over-reverse and reverse-over-forward (program_checks.check_mixed_modes):
+every in-place row anchors one program of each per run.
+
+Budget: LUCID_PROPERTY_SECONDS (default 4) seconds in all, after the one pass over every row (and
+every in-place row of the mixed modes); LUCID_PROPERTY_SEED picks another sequence of programs.
+A failure prints the program as a script.
 """
 import collections
 import os
@@ -21,10 +28,11 @@ import pytest
 
 import lucid
 import op_table as T
-from program_checks import (INCONCLUSIVE, check_directional, check_first_order, check_forward,
-                            check_second_order)
-from random_programs import (Generator, MAX_NUMEL, StepError, features, leaf_array, render,
-                             run_lucid)
+from program_checks import (FORWARD_OVER_REVERSE, INCONCLUSIVE, REVERSE_OVER_FORWARD,
+                            check_directional, check_first_order, check_forward,
+                            check_mixed_modes, check_second_order)
+from random_programs import (INPLACE_ROWS, SAVED_HOOKS, Extras, Generator, MAX_NUMEL, StepError,
+                             features, leaf_array, render, run_lucid)
 from row_source import row_code
 
 # lucid's mean of a 0-size tensor goes through NumPy, which warns; the values are what is checked
@@ -33,11 +41,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarni
 
 SECONDS = float(os.environ.get("LUCID_PROPERTY_SECONDS", "4"))
 SEED = int(os.environ.get("LUCID_PROPERTY_SEED", "0"))
-SHARES = {"first order": 0.5, "second order": 0.25, "large": 0.25}     # of the budget
+SHARES = {"first order": 0.4, "second order": 0.2, "large": 0.2,        # of the budget
+          FORWARD_OVER_REVERSE: 0.1, REVERSE_OVER_FORWARD: 0.1}
+EXTRAS = 0.3            # the share of programs with hooks, checkpointing or saved-tensor hooks
 MAX_REPORTS = 3
 
 ROWS = [spec for spec in T.OPS if spec.property]
 GRADGRAD_ROWS = [spec for spec in ROWS if spec.gradgrad]
+MIXED_ROWS = [spec for spec in ROWS if spec.gradgrad and spec.forward_ad]
+MIXED_ANCHORS = [spec for spec in MIXED_ROWS if spec.name in INPLACE_ROWS]
 for _spec in ROWS:
     row_code(_spec.fn, [f"x{i}" for i in range(_spec.arity)])  # each row's source is read now, once
 
@@ -56,14 +68,14 @@ def _report(kind, stats, failures):
                      len(failures) > MAX_REPORTS else ""), pytrace=False)
 
 
-def _run(kind, rows, check, budget, anchors, make_generator):
+def _run(kind, rows, check, budget, anchors, make_generator, stream=None):
     stats = {"programs": 0, "steps": 0, "inconclusive": 0, "labels": set(),
              "features": collections.Counter()}
     failures, seen = [], set()
     start = time.perf_counter()
     k = 0
     while k < len(anchors) or time.perf_counter() - start < budget:
-        rng = np.random.default_rng([SEED, k, len(kind)])
+        rng = np.random.default_rng([SEED, k, len(kind) if stream is None else stream])
         anchor = anchors[k] if k < len(anchors) else None
         prog = make_generator(rng).program(int(rng.integers(2, 8)), anchor=anchor, seed=(SEED, k))
         k += 1
@@ -105,7 +117,7 @@ def _first_order(prog, rng):
 
 def test_random_programs_forward_and_first_order():
     stats, failures = _run("first order", ROWS, _first_order, SECONDS * SHARES["first order"],
-                           ROWS, lambda rng: Generator(rng, ROWS))
+                           ROWS, lambda rng: Generator(rng, ROWS, extras=EXTRAS))
     missing = {spec.name for spec in ROWS} - stats["labels"]
     assert not missing, f"rows no program used: {sorted(missing)}"
     _report("first order", stats, failures)
@@ -146,6 +158,27 @@ def test_large_random_programs():
                            lambda rng: Generator(rng, ROWS, large=True))
     assert stats["programs"] > 0
     _report("large", stats, failures)
+
+
+def _mixed_generator(mode):
+    # reverse-over-forward through checkpoint raises in PyTorch too (the re-run in backward
+    # saves fewer tensors than the forward run in the dual level did), and a saved-tensor hook
+    # that keeps a copy without history cuts the tangents' graph (as it would in PyTorch)
+    backward_of_tangents = mode == REVERSE_OVER_FORWARD
+    return lambda rng: Generator(
+        rng, MIXED_ROWS, extras=EXTRAS, checkpoints=not backward_of_tangents,
+        saved_hooks=("alias", "clone") if backward_of_tangents else tuple(SAVED_HOOKS))
+
+
+@pytest.mark.parametrize("mode", [FORWARD_OVER_REVERSE, REVERSE_OVER_FORWARD])
+def test_random_programs_under_mixed_modes(mode):
+    stats, failures = _run(mode, MIXED_ROWS, lambda prog, rng: check_mixed_modes(prog, rng, mode),
+                           SECONDS * SHARES[mode], MIXED_ANCHORS, _mixed_generator(mode),
+                           stream=100 + (mode == REVERSE_OVER_FORWARD))
+    missing = {spec.name for spec in MIXED_ANCHORS} - stats["labels"]
+    assert not missing, f"in-place rows no program used: {sorted(missing)}"
+    assert stats["features"]["in-place"] >= len(MIXED_ANCHORS)
+    _report(mode, stats, failures)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,3 +298,84 @@ def test_an_error_from_lucid_is_reported_with_the_program():
     report = _checked(_first_order, prog, np.random.default_rng(7))
     assert report.startswith("lucid raised in a random program")
     assert "_refuses(" in report and "# raises RuntimeError: refused" in report
+
+
+class _SquareWithoutTangentInBackward(lucid.autograd.Function):
+    """x*x with a right backward made outside lucid's ops (its gradient carries no tangent: wrong
+    under forward-over-reverse) and a right jvp."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return lucid.from_numpy(2.0 * g.detach().numpy() * x.detach().numpy())
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * t
+
+
+class _SquareWithWrongJvp(lucid.autograd.Function):
+    """x*x with a right backward and a wrong jvp (3 x t for 2 x t)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2.0 * g * x
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 3.0 * x * t
+
+
+def _report_of(mode, fn, seed):
+    wrong = T.OpSpec("wrong_mixed", fn, lambda a: a * a, T.UNARY_SHAPES, (T.ANY,), 1,
+                     kind=T.ELEMENTWISE, zero_size=False)
+    prog = Generator(np.random.default_rng(seed), [wrong], zero_size=False).program(2, anchor=wrong)
+    return check_mixed_modes(prog, np.random.default_rng(seed + 1), mode)
+
+
+def test_mixed_mode_checks_catch_a_gradient_without_tangent_and_a_wrong_jvp():
+    report = _report_of(FORWARD_OVER_REVERSE,
+                        lambda x: _SquareWithoutTangentInBackward.apply(x), 11)
+    assert report not in (None, INCONCLUSIVE), report
+    assert report.startswith("wrong forward-over-reverse derivative") and \
+        "tangent of the gradient differs" in report
+    code = report.split("\n", 1)[1]
+    assert "with fwAD.dual_level():" in code and "fwAD.make_dual(" in code
+    exec(compile(code, "<report>", "exec"),
+         {"_SquareWithoutTangentInBackward": _SquareWithoutTangentInBackward})
+    report = _report_of(REVERSE_OVER_FORWARD, lambda x: _SquareWithWrongJvp.apply(x), 12)
+    assert report not in (None, INCONCLUSIVE), report
+    assert "tangent differs from central finite differences" in report
+    exec(compile(report.split("\n", 1)[1], "<report>", "exec"),
+         {"_SquareWithWrongJvp": _SquareWithWrongJvp})
+
+
+@pytest.mark.parametrize("saved", [None, *SAVED_HOOKS])
+def test_printed_programs_with_extras_run_and_give_the_same_values(saved):
+    for k in range(15):
+        rng = np.random.default_rng([SEED, k, 98])
+        prog = Generator(rng, ROWS).program(5, anchor=ROWS[(11 * k) % len(ROWS)])
+        names = frozenset(step.name for step in prog.steps)
+        prog.extras = Extras(frozenset(list(names)[::2]), frozenset(list(names)[1::2]), saved)
+        code = render(prog)
+        assert "checkpoint(lambda " in code or len(names) < 2
+        scope = _exec(code)
+        env = run_lucid(prog)
+        for name, t in env.items():
+            np.testing.assert_allclose(scope[name].detach().numpy(), t.detach().numpy(),
+                                       rtol=1e-15, atol=0, err_msg=code)

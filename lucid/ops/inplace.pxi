@@ -12,6 +12,33 @@ cdef enum InplaceOp:
 cdef tuple INPLACE_NAMES = ("add_", "sub_", "mul_", "div_", "copy_")
 
 
+# Note [No-grad views]: a view taken in no_grad mode has no history, even when its base requires
+# grad, so an in-place change of it with grad mode on could not be recorded: the base's gradient
+# would silently miss it. wrap_like_view marks such a view (its _view_version is stored as
+# -1 - the storage's graph_version: negative; a view of a marked view is marked too), and with
+# grad mode on an in-place op, or a Function's mark_dirty, that would be recorded (the view's
+# base requires grad, or the value does) raises PyTorch's error, for every view op. Both the
+# view and the change under no_grad stay allowed (nothing is recorded), as in PyTorch; views
+# taken with grad mode on are not marked.
+
+cdef void check_no_grad_view(Tensor t, bint recorded, str op) except *:
+    """Note [No-grad views]: refuse (grad mode on) an in-place change of t, a view taken in
+    no_grad mode, when the change would be recorded: t's base requires grad, or recorded (the
+    value requires grad)."""
+    if not taken_in_no_grad(t):
+        return
+    cdef bint base_requires_grad = t._view_base.requires_grad_c()
+    if not (recorded or base_requires_grad):
+        return
+    raise RuntimeError(
+        f"{op}: A view was created in no_grad mode and is being modified inplace with grad mode "
+        "enabled. This tensor is a view taken under no_grad, so nothing links it to its base "
+        f"in the graph{' (which requires grad)' if base_requires_grad else ''}, and {op} "
+        "could not be recorded: the gradient would miss the change. Make the change under "
+        "`with lucid.no_grad():` as well if it is not to be tracked, or write into the base "
+        "tensor itself (grad mode on) if it is")
+
+
 cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
     """Raise before writing when the write can't be recorded; True when it must be recorded."""
     if not grad_enabled():
@@ -19,13 +46,18 @@ cdef bint check_inplace(Tensor self, Tensor value, str op) except -1:
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(f"{op}: a leaf tensor that requires grad can't be changed in place "
                            "while grad mode is on; do it under `with lucid.no_grad():`")
+    cdef bint value_requires_grad = value is not None and value.requires_grad_c()
+    check_no_grad_view(self, value_requires_grad, op)
+    if self._view_base is not None and self._view_base._grad_fn is not None and \
+            not self.requires_grad_c() and view_taken_at(self) != self._storage.graph_version:
+        raise_stale_view(self, op)     # taken before its base got a history: the write misses it
     if self._view_base is not None and self._view_base._grad_fn is None and \
             self._view_base._requires_grad:
-        raise RuntimeError(f"{op}: this tensor is a view of a leaf that requires grad (taken "
-                           "under no_grad), and changing it in place while grad mode "
-                           "is on would change the leaf behind autograd's back; do it under "
+        raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in "
+                           "an in-place operation: changing it while grad mode is on would "
+                           "change the leaf behind autograd's back; do it under "
                            "`with lucid.no_grad():`")
-    if not (self.requires_grad_c() or (value is not None and value.requires_grad_c())):
+    if not (self.requires_grad_c() or value_requires_grad):
         return False
     if self._view_base is not None:
         raise RuntimeError(f"{op}: in-place changes of a view that takes part in the graph are "
@@ -127,12 +159,27 @@ cdef void mark_graph_changed(Tensor self):
 
 
 cdef Tensor history_snapshot(Tensor self):
-    """A copy of self's values that keeps self's current place in the graph."""
+    """A copy of self's values that keeps self's current place in the graph, and in a dual level
+    a copy of self's current tangent (Note [In-place tangents])."""
     cdef Tensor old = wrap(np.array(self.data, copy=True))
     old._grad_fn = self._grad_fn
     old._output_nr = self._output_nr
     old._requires_grad = self._requires_grad
+    if fw_active():
+        set_tangent(old, tangent_copy(self))
     return old
+
+
+cdef Tensor tangent_copy(Tensor t):
+    """A copy of t's tangent (recorded when the tangent is in a graph), or None without one."""
+    cdef Tensor tangent = tangent_of(t)
+    if tangent is None:
+        return None
+    cdef long level = suspend_fw()
+    try:
+        return clone(tangent)
+    finally:
+        resume_fw(level)
 
 
 cdef class CopyBackward(Node):
@@ -156,7 +203,11 @@ cdef class CopyBackward(Node):
 # views see the change, as they see the primal's (Note [Tangent memory]). A tensor without a
 # tangent gets zeros first (a view: the same view of zeros given to its base, when the layout
 # allows); a tangent that can't be written in place (read-only, or a leaf or view that
-# requires grad while grad mode is on) is replaced by a copy.
+# requires grad while grad mode is on) is replaced by a copy. What a recorded in-place op keeps
+# for its backward (the old value for mul_/div_, a copy of a value sharing self's memory) is
+# taken before the tangent is rewritten, with a copy of its tangent (history_snapshot, or
+# clone's own jvp), so a backward run in the dual level (forward-over-reverse) differentiates
+# the old value too.
 
 cdef bint tangent_writable(Tensor t, Tensor value, Tensor tv):
     """Can t, a tangent, be changed in place by lucid's in-place ops with value and tv?"""
@@ -283,17 +334,18 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     cdef Tensor value = operand(other, name)
     cdef bint recorded = check_inplace(self, value, name)
     check_writable(self, value, op, name)
+    cdef Tensor old = None             # self before the write, if the value's gradient needs it
+    if recorded:                       # (before the tangent changes: Note [In-place tangents])
+        if shares_storage(value, self):
+            value = clone(value)      # x.mul_(x): the value must not change under its node
+        if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
+            old = history_snapshot(self)
     if fw_active():
         inplace_jvp(self, value, op)
     if not recorded:
         write_inplace(self, value, op, name)
         self.bump_version_by(name)
         return self
-    if shares_storage(value, self):
-        value = clone(value)          # x.mul_(x): the value must not change under its node
-    cdef Tensor old = None             # self before the write, if the value's gradient needs it
-    if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
-        old = history_snapshot(self)
     cdef Node node
     cdef BinaryBackward bnode
     if op == INPLACE_COPY:
