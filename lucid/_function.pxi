@@ -472,7 +472,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
             Py_INCREF(entry)
             PyTuple_SET_ITEM(meta, i, entry)
     if ctx._dirty is not None:
-        check_dirty_returned(info, ctx._dirty, outs)
+        check_dirty_marks(info, ctx._dirty, outs, args)
         ctx._dirty = None                        # it holds outputs: no cycle through the ctx
     ctx._non_differentiable = None
     if tangents is not None:
@@ -538,12 +538,21 @@ cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
                            "part in the graph in place (mark_dirty); clone() the view first")
 
 
-cdef void check_dirty_returned(FunctionInfo info, tuple dirty, tuple outs) except *:
+cdef void check_dirty_marks(FunctionInfo info, tuple dirty, tuple outs, tuple args) except *:
+    """What mark_dirty was given, as PyTorch checks it: a tensor not returned raises, a
+    returned one that is not an input warns (UserWarning)."""
     for t in dirty:
         if not is_in(t, outs):
             raise RuntimeError(f"Function {info.function_cls.__name__} marked a tensor dirty "
                                "(mark_dirty) but did not return it: an input changed in place "
                                "must be returned by forward")
+    for t in dirty:
+        if not is_in(t, args):
+            import warnings
+            warnings.warn(f"Function {info.function_cls.__name__}: ctx.mark_dirty() received a "
+                          "tensor that was not an input. Only input Tensors that have been "
+                          "mutated should be passed to ctx.mark_dirty().", UserWarning)
+            return
 
 
 cdef tuple input_tangents(tuple args):
