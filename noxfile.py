@@ -2,7 +2,11 @@
 
   nox -s dist        build the sdist and, from it, the wheel into dist/; check what each holds
   nox -s tests       per Python of PYTHONS: install the sdist (not editable), run its own tests
-  nox -s debug       the same with LUCID_DEBUG=1 (checks on, -O0 -g), under `python -X dev`
+  nox -s debug       the same with LUCID_DEBUG=1 (checks on, -O0 -g), under `python -X dev`,
+                     built with the lowest Cython that pyproject.toml's build-system allows
+
+The other builds are isolated and take the newest Cython of that range; each session logs the
+Cython its extension was compiled with (read from the compiled module).
 
 The tests of the unpacked sdist run from a folder outside it: its `lucid/` source folder would
 otherwise shadow the installed package.
@@ -15,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 import zipfile
 
 import nox
@@ -53,6 +58,34 @@ def _use_pyenv_versions():
 
 
 _use_pyenv_versions()
+
+
+def _build_requires():
+    """pyproject.toml's build-system.requires."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["build-system"]["requires"]
+
+
+def _is_cython(requirement):
+    return re.match(r"cython\b", requirement, re.IGNORECASE) is not None
+
+
+def _lowest_cython():
+    """The lowest Cython the build-system allows: its `Cython>=X` bound."""
+    (spec,) = [r for r in _build_requires() if _is_cython(r)]
+    m = re.search(r">=\s*([\d.]+)", spec)
+    if not m:
+        raise RuntimeError(f"pyproject.toml's build-system requires {spec!r}: no lower bound")
+    return m.group(1)
+
+
+def _compiled_with(library):
+    """The Cython version that compiled an extension module, from the names it embeds
+    (`_cython_3_1_0.cython_function_or_method`, ...)."""
+    found = set(re.findall(rb"_cython_(\d+)_(\d+)_(\d+)", pathlib.Path(library).read_bytes()))
+    if len(found) != 1:
+        raise RuntimeError(f"{library}: expected one Cython version marker, found {found}")
+    return ".".join(p.decode() for p in found.pop())
 
 
 def _sdist():
@@ -138,15 +171,28 @@ def dist(session):
     _check_wheel(session, wheel)
 
 
-def _install_sdist(session, env=None):
+def _install_sdist(session, env=None, cython=None):
     """Build a wheel from the sdist for this session's Python (never from pip's wheel cache: a
     cached build of the same version could be stale or of the other build type) and install it
-    with the test extra."""
+    with the test extra. cython: a version to build with (the other build requirements as
+    pyproject.toml lists them, in this session, no build isolation); None: pip's isolated build,
+    which takes the newest Cython allowed."""
     wheels = pathlib.Path(session.create_tmp()) / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
-    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir",
+    isolation = []
+    if cython is not None:
+        session.install("wheel", f"Cython=={cython}",
+                        *(r for r in _build_requires() if not _is_cython(r)))
+        isolation = ["--no-build-isolation"]
+    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir", *isolation,
                 "--wheel-dir", str(wheels), str(_sdist()), env=env)
     (wheel,) = wheels.glob("*.whl")
+    with zipfile.ZipFile(wheel) as whl, tempfile.TemporaryDirectory() as tmp:
+        (module,) = [n for n in whl.namelist() if re.match(r"lucid/_core\..*(so|pyd)$", n)]
+        used = _compiled_with(whl.extract(module, tmp))
+    if cython is not None and used != cython:
+        session.error(f"{wheel.name} was compiled with Cython {used}, not the {cython} asked for")
+    session.log(f"{wheel.name}: compiled with Cython {used}")
     session.install(f"{wheel}[test]")
 
 
@@ -179,6 +225,7 @@ def tests(session):
 
 @nox.session(python=PYTHONS[0])
 def debug(session):
-    """A LUCID_DEBUG=1 build of the sdist (bounds checks, -O0 -g); the suite under -X dev."""
-    _install_sdist(session, env={"LUCID_DEBUG": "1"})
+    """A LUCID_DEBUG=1 build of the sdist (bounds checks, -O0 -g) with the lowest Cython the
+    build-system allows; the suite under -X dev."""
+    _install_sdist(session, env={"LUCID_DEBUG": "1"}, cython=_lowest_cython())
     _run_sdist_tests(session, "-X", "dev")

@@ -94,24 +94,6 @@ def first_paragraph(text):
     return line[:-2] + "." if line.endswith("::") else line
 
 
-def declared_comment(owner, name):
-    """The `# comment` after a `cdef readonly ... name` declaration in lucid's Cython sources."""
-    pattern = re.compile(r"cdef (?:readonly|public) [\w.]+ " + re.escape(name) + r"\b.*#\s*(.+)$")
-    cls_line = re.compile(r"^cdef class " + re.escape(owner.__name__) + r"\b")
-    for path in sorted((ROOT / "lucid").glob("*.pxd")) + sorted((ROOT / "lucid").glob("*.pxi")):
-        inside = False
-        for line in path.read_text().splitlines():
-            if cls_line.match(line):
-                inside = True
-            elif inside and line and not line[0].isspace():
-                inside = False
-            elif inside:
-                m = pattern.search(line)
-                if m:
-                    return m.group(1).strip()
-    return ""
-
-
 def assigned_comment(module, name):
     """The comment lines just above `name = ...` in the module's source."""
     try:
@@ -129,15 +111,13 @@ def assigned_comment(module, name):
     return ""
 
 
-def describe(obj, module=None, name=None, owner=None):
+def describe(obj, module=None, name=None):
     """One line for obj: its docstring's first paragraph, or for data what it is."""
     import numpy
     if isinstance(obj, numpy.dtype):
         return f"The dtype {obj} (NumPy's, which lucid tensors use as theirs)."
     if isinstance(obj, types.ModuleType):
         return first_paragraph(prose(obj))
-    if owner is not None and type(obj).__name__ == "getset_descriptor" and not prose(obj):
-        return declared_comment(owner, name)
     if callable(obj) or isinstance(obj, (property, types.GetSetDescriptorType,
                                          types.MemberDescriptorType)):
         return first_paragraph(prose(obj))
@@ -204,7 +184,7 @@ def class_members(cls):
 def member_entry(cls, name, raw):
     prefix = f"{cls.__name__}.{name}"
     if isinstance(raw, (property, types.GetSetDescriptorType, types.MemberDescriptorType)):
-        return entry(prefix, "", describe(raw, owner=cls, name=name))
+        return entry(prefix, "", describe(raw))
     if isinstance(raw, (classmethod, staticmethod)):
         attr = getattr(cls, name)
         return entry(prefix, signature(attr), describe(attr))

@@ -35,10 +35,10 @@ cdef bint set_grad_enabled_c(bint on) noexcept nogil   # set it; returns the pre
 # Storage: the version counter shared by every tensor viewing the same memory
 # ------------------------------------------------------------------------------------------------
 cdef class Storage:
-    cdef readonly int64_t version               # bumped by every in-place change of the memory
-    cdef readonly int64_t graph_version         # bumped by in-place changes recorded in the graph
-    cdef readonly object base                   # reserved (None): a storage never holds the memory
-    cdef readonly str last_op                   # the lucid op that last changed it in place
+    cdef int64_t version                        # bumped by every in-place change of the memory
+    cdef int64_t graph_version                  # bumped by in-place changes recorded in the graph
+    cdef object base                            # reserved (None): a storage never holds the memory
+    cdef str last_op                            # the lucid op that last changed it in place
 
 
 # ------------------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ cdef class Node:
     cdef object buffer                          # pending gradient: Tensor (1 output) or list
     cdef uint64_t buffer_owned                  # bit i: slot i's buffer was allocated by the engine
     # identity and diagnostics
-    cdef readonly int64_t sequence_nr           # creation order (newer nodes are larger)
+    cdef int64_t sequence_nr                    # creation order (newer nodes are larger)
     cdef NodeExtra extra                        # hooks, retain_grad, anomaly trace; None if none
     cdef object creation_code                   # code object of the user frame that made it
     cdef int creation_lasti                     # instruction offset in that frame
@@ -159,7 +159,7 @@ cdef class Node:
 
 
 cdef class AccumulateGrad(Node):
-    cdef readonly Tensor variable               # the leaf whose .grad this node accumulates
+    cdef Tensor variable                        # the leaf whose .grad this node accumulates
 
 
 cdef Node gradient_node(Tensor t)               # t's grad_fn or its (lazily made) AccumulateGrad

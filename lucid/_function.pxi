@@ -17,7 +17,7 @@ cdef class FunctionCtx:
                                         # SavedTensor (or None) per entry; None: not converted
     cdef bint _released
     cdef PyObject* _node                # borrowed: the node that owns this ctx (NULL if none)
-    cdef readonly tuple needs_input_grad        # per forward input: does it need a gradient
+    cdef tuple needs_input_grad                 # per forward input: does it need a gradient
     cdef tuple _non_differentiable
     cdef bint materialize_grads
     cdef tuple _for_forward             # what save_for_forward got (read back inside jvp)
@@ -64,6 +64,12 @@ cdef class FunctionCtx:
             return ((<SavedTensor>self._saved).unpack(node),)
         return unpacked_all(<tuple>self._saved, node)
 
+    @property
+    def needs_input_grad(self):
+        """Per forward input, a bool: does it need a gradient (a tensor that requires grad while
+        grad mode is on)?"""
+        return self.needs_input_grad
+
     def mark_dirty(self, *tensors):
         """These inputs were changed in place by forward and are returned as outputs: they
         come back as the same objects, with a bumped version and this call as their history."""
@@ -105,8 +111,8 @@ cdef tuple unpacked_all(tuple saved, Node node):
 @cython.no_gc_clear
 cdef class PythonBackwardNode(Node):
     """The node of one Function call: re-enters Python to run the Function's backward."""
-    cdef readonly FunctionCtx ctx             # the ctx the Function's forward filled
-    cdef readonly object function             # the Function subclass
+    cdef FunctionCtx ctx                      # the ctx the Function's forward filled
+    cdef object function                      # the Function subclass
     cdef object backward_fn                   # its backward (None if it has none)
     cdef tuple input_meta                     # per input (shape, dtype) or None: checks gradients
     cdef tuple output_meta                    # per output (shape, dtype) or None: zero gradients
@@ -115,6 +121,16 @@ cdef class PythonBackwardNode(Node):
         if self.ctx is not None:
             self.ctx._node = NULL
             self.ctx.release()
+
+    @property
+    def ctx(self):
+        """The ctx the Function's forward filled."""
+        return self.ctx
+
+    @property
+    def function(self):
+        """The Function subclass this node is a call of."""
+        return self.function
 
     cdef void release_saved(self):
         """After a backward without retain_graph: free the saved tensors, and the attributes
@@ -441,7 +457,7 @@ cdef object apply_function(FunctionInfo info, tuple args):
             Py_INCREF(entry)
             PyTuple_SET_ITEM(meta, i, entry)
     if ctx._dirty is not None:
-        check_dirty_returned(info, ctx._dirty, outs)
+        check_dirty_marks(info, ctx._dirty, outs, args)
         ctx._dirty = None                        # it holds outputs: no cycle through the ctx
     ctx._non_differentiable = None
     if tangents is not None:
@@ -509,12 +525,21 @@ cdef void check_dirty(FunctionInfo info, Tensor t, bint recorded) except *:
                            "part in the graph in place (mark_dirty); clone() the view first")
 
 
-cdef void check_dirty_returned(FunctionInfo info, tuple dirty, tuple outs) except *:
+cdef void check_dirty_marks(FunctionInfo info, tuple dirty, tuple outs, tuple args) except *:
+    """What mark_dirty was given, as PyTorch checks it: a tensor not returned raises, a
+    returned one that is not an input warns (UserWarning)."""
     for t in dirty:
         if not is_in(t, outs):
             raise RuntimeError(f"Function {info.function_cls.__name__} marked a tensor dirty "
                                "(mark_dirty) but did not return it: an input changed in place "
                                "must be returned by forward")
+    for t in dirty:
+        if not is_in(t, args):
+            import warnings
+            warnings.warn(f"Function {info.function_cls.__name__}: ctx.mark_dirty() received a "
+                          "tensor that was not an input. Only input Tensors that have been "
+                          "mutated should be passed to ctx.mark_dirty().", UserWarning)
+            return
 
 
 cdef tuple input_tangents(tuple args):

@@ -5,6 +5,12 @@ import functools
 from . import _core
 
 
+def _type_name(x):
+    """x's type as an error names it: "str", "numpy.bool" (qualified unless a builtin)."""
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
 class _GradMode:
     """Sets grad mode on entry and restores the previous mode on exit."""
 
@@ -55,10 +61,14 @@ class enable_grad(_BareDecorator, _GradMode):
 
 
 class set_grad_enabled(_GradMode):
-    """Turn recording on or off; takes effect at once, and restores on exit when used with `with`."""
+    """Turn recording on or off (mode: a bool); takes effect at once, and restores on exit when
+    used with `with`."""
 
     def __init__(self, mode):
-        self.enabled = bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not "
+                            f"{_type_name(mode)}")
+        self.enabled = mode
         self._previous = _core._set_grad_enabled(self.enabled)
 
     def __enter__(self):

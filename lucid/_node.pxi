@@ -106,6 +106,11 @@ cdef class Node:
         """'file:line' of the forward call that made this node (None if unknown)."""
         return creation_site_of(self)
 
+    @property
+    def sequence_nr(self):
+        """Creation order: a node made later has a larger number."""
+        return self.sequence_nr
+
     def register_prehook(self, fn):
         """Call fn(grad_outputs) before this node runs; it may return a replacement tuple.
         Returns a handle whose remove() unregisters it (Note [Hook order])."""
@@ -199,6 +204,11 @@ cdef class AccumulateGrad(Node):
     cpdef str name(self):
         """The name "AccumulateGrad"."""
         return "AccumulateGrad"
+
+    @property
+    def variable(self):
+        """The leaf whose .grad this node accumulates."""
+        return self.variable
 
 
 cdef Node gradient_node(Tensor t):

@@ -7,6 +7,26 @@ cdef class Storage:
     def __init__(self):
         raise TypeError("Storage objects are made by lucid's core, not directly")
 
+    @property
+    def version(self):
+        """Bumped by every in-place change of the memory."""
+        return self.version
+
+    @property
+    def graph_version(self):
+        """Bumped by the in-place changes recorded in the graph."""
+        return self.graph_version
+
+    @property
+    def base(self):
+        """Reserved (None): a storage never holds the memory."""
+        return self.base
+
+    @property
+    def last_op(self):
+        """The lucid op that last changed the memory in place (None before any)."""
+        return self.last_op
+
     def __repr__(self):
         return f"<lucid.Storage version={self.version}>"
 

@@ -100,9 +100,17 @@ cdef class Tensor:
 
     @grad.setter
     def grad(self, value):
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad: Tensor.grad must be "
+                               "another tensor (or None), not the tensor itself")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad must be a Tensor or None, not {type(value).__name__}")
+            if np.shares_memory((<Tensor>value).data, self.data):
+                raise RuntimeError("can't assign Variable as its own grad: the assigned tensor "
+                                   "shares memory with this one (a view of it), and backward "
+                                   "would accumulate gradients into this tensor's own values; "
+                                   "assign a copy (clone()) instead")
             if (<Tensor>value).data.shape != self.data.shape:
                 raise RuntimeError(f"assigned grad has shape {(<Tensor>value).data.shape}, "
                                    f"but the tensor has shape {self.data.shape}")

@@ -46,7 +46,7 @@ def missing_from(page, qualnames):
 
 def without_docstring(entries):
     return [qual for qual, obj, module, name, owner in entries
-            if not gen.describe(obj, module, name, owner)]
+            if not gen.describe(obj, module, name)]
 
 
 def test_the_lists_of_public_names_are_complete():

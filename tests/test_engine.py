@@ -698,6 +698,27 @@ def test_set_grad_enabled_context_and_decorator():
     assert lucid.is_grad_enabled()
 
 
+@pytest.mark.parametrize("mode,named", [("yes", "str"), (1, "int"), (0, "int"), (None, "NoneType"),
+                                        (np.bool_(True), "numpy.bool"),
+                                        (lucid.tensor(True), "lucid._core.Tensor")])
+@pytest.mark.parametrize("initially", [True, False], ids=["on", "off"])
+def test_set_grad_enabled_takes_a_bool_only(mode, named, initially):
+    # PyTorch's rule: a bool and nothing else, as a call, a context manager or a decorator
+    lucid.set_grad_enabled(initially)
+    message = rf"set_grad_enabled\(\): argument 'mode' must be bool, not {re.escape(named)}$"
+    with pytest.raises(TypeError, match=message):
+        lucid.set_grad_enabled(mode)
+    with pytest.raises(TypeError, match=message):
+        with lucid.set_grad_enabled(mode):
+            pass
+    with pytest.raises(TypeError, match=message):
+        @lucid.set_grad_enabled(mode)
+        def f():
+            pass
+    assert lucid.is_grad_enabled() is initially
+    lucid.set_grad_enabled(True)
+
+
 def test_set_grad_enabled_as_plain_call():
     # PyTorch semantics (the tie-breaker): calling it without `with` sets the mode
     try:

@@ -414,6 +414,27 @@ def test_mark_dirty_must_return_the_tensor():
         Forgets.apply(f64([1.0]) * 1.0)
 
 
+def test_mark_dirty_of_a_tensor_that_is_not_an_input_warns_like_pytorch():
+    class DirtiesAnOther(lucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            other = x * 1.0                   # not an input of the Function
+            ctx.mark_dirty(other)
+            return other
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = f64([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"Function DirtiesAnOther: ctx\.mark_dirty\(\) received "
+                                         r"a tensor that was not an input"):
+        out = DirtiesAnOther.apply(a)
+    out.sum().backward()                      # still a working call, as in PyTorch
+    assert_close(a.grad, [1.0, 1.0])
+    assert_close(a, [1.0, 2.0], rtol=0, atol=0)
+
+
 # ------------------------------------------------------------------------------------------------
 # setup_context style
 # ------------------------------------------------------------------------------------------------

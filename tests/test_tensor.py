@@ -325,6 +325,28 @@ def test_grad_is_settable():
     assert x.grad is None
 
 
+@pytest.mark.parametrize("requires_grad", [True, False])
+@pytest.mark.parametrize("own", [lambda x: x, lambda x: x.detach(), lambda x: x.detach()[::-1],
+                                 lambda x: lucid.from_numpy(x.detach().numpy())],
+                         ids=["itself", "detached", "reversed-view", "numpy-alias"])
+def test_a_tensor_cannot_be_its_own_grad(own, requires_grad):
+    # PyTorch refuses x itself only; a view as x.grad had backward accumulate into x's values
+    x = lucid.tensor([1.0, 2.0], requires_grad=requires_grad)
+    g = lucid.tensor([0.5, 0.25])
+    x.grad = g
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        x.grad = own(x)
+    assert x.grad is g and x.tolist() == [1.0, 2.0] and g.tolist() == [0.5, 0.25]
+
+
+def test_a_grad_in_memory_beside_the_tensor_is_accepted():
+    base = lucid.tensor([1.0, 2.0, 3.0, 4.0])
+    x = base[0::2].detach().requires_grad_(True)
+    x.grad = base[1::2]                       # interleaved with x, no element shared
+    (x * 3.0).sum().backward()
+    assert base.tolist() == [1.0, 5.0, 3.0, 7.0] and x.grad.tolist() == [5.0, 7.0]
+
+
 # ---------------------------------------------------------------------------------------------
 # methods
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@
 #   symmetric and their jvp rules take the tangent as symmetric, like PyTorch's. A jvp rule that
 #   reads the op's output recomputes it with the op when reverse mode records (tracks), so a
 #   tangent can itself be differentiated (reverse over forward) without a cycle through out.
+#   det and slogdet differentiate through one gradient matrix each (ops/linalg_det.pxi): det's
+#   is the cofactor matrix, from an SVD and with its own derivative nodes, so it and its
+#   second derivative exist at singular matrices too (Note [Cofactors]).
 
 from collections import namedtuple
 
@@ -62,12 +65,14 @@ cdef str where_in_batch(object idx):
     return "" if idx is None or len(idx) == 0 else f" at batch index {tuple(int(i) for i in idx)}"
 
 
-cdef object singular_error(str op, object a_arr):
-    """RuntimeError naming the first singular matrix of a_arr."""
+cdef str NO_UNIQUE_SOLUTION = "so it has no inverse; the system has no unique solution"
+
+
+cdef object singular_error(str op, object a_arr, str why):
+    """RuntimeError naming the first singular matrix of a_arr, and why that is an error."""
     idx = failing_index(a_arr, np.linalg.inv)
     return RuntimeError(f"{op}: the matrix A{where_in_batch(idx)} is singular (its LU "
-                        "factorization has a zero pivot), so it has no inverse; the system has "
-                        "no unique solution")
+                        f"factorization has a zero pivot), {why}")
 
 
 cdef inline bint tracks(Tensor a, Tensor b):

@@ -1,4 +1,4 @@
-# Linear systems and what LU gives: solve, solve_triangular, inv, det, slogdet (Note [Linalg rules]).
+# Linear systems and what LU gives: solve, solve_triangular, inv (Note [Linalg rules]).
 
 
 # -- solve ------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ cpdef Tensor linalg_solve(object A, object B):
     try:
         arr = np.linalg.solve(a.data.astype(dt, copy=False), bm.astype(dt, copy=False))
     except np.linalg.LinAlgError:
-        raise singular_error("linalg.solve", a.data) from None
+        raise singular_error("linalg.solve", a.data, NO_UNIQUE_SOLUTION) from None
     cdef Tensor out = float_result(arr[..., 0] if vector else arr, dt)
     if fw_active():
         set_tangent(out, solve_jvp(a, b, out, vector))
@@ -192,7 +192,7 @@ cdef Tensor solve_triangular_impl(Tensor a, Tensor b, bint upper, bint left, bin
                                               np.swapaxes(b.data.astype(dt, copy=False), -1, -2)),
                               -1, -2)
     except np.linalg.LinAlgError:
-        raise singular_error(op, tri) from None
+        raise singular_error(op, tri, NO_UNIQUE_SOLUTION) from None
     cdef Tensor out = float_result(np.ascontiguousarray(arr), dt)
     if fw_active():
         set_tangent(out, solve_triangular_jvp(a, b, out, upper, left, unitriangular))
@@ -252,12 +252,16 @@ cdef Tensor inv_jvp(Tensor a, Tensor x):
 
 cpdef Tensor linalg_inv(object A):
     """The inverse of each square matrix of A (..., n, n)."""
-    cdef Tensor a = square_operand(A, "linalg.inv")
+    return inverse_of(square_operand(A, "linalg.inv"), "linalg.inv", NO_UNIQUE_SOLUTION)
+
+
+cdef Tensor inverse_of(Tensor a, str op, str why):
+    """inv(a), differentiable; a singular matrix raises a RuntimeError naming op, saying why."""
     cdef object arr
     try:
         arr = np.linalg.inv(a.data)
     except np.linalg.LinAlgError:
-        raise singular_error("linalg.inv", a.data) from None
+        raise singular_error(op, a.data, why) from None
     cdef Tensor out = float_result(arr, descr(a.data))
     if fw_active():
         set_tangent(out, inv_jvp(a, out))
@@ -269,89 +273,3 @@ cpdef Tensor linalg_inv(object A):
         node.a_dtype = descr(a.data)
         node.x = save_tensor(out, node, True)
     return out
-
-
-# -- det and slogdet: both differentiate log|det A| (d = tr(A^-1 dA)) ---------------------------
-
-cdef Tensor scaled_inverse_transpose(Tensor a, Tensor s):
-    """s * A^-T for each matrix (s of A's batch shape): the gradient of s-weighted log|det A|."""
-    return mul(as_matrix_scale(s), mT(linalg_inv(a)))
-
-
-cdef Tensor trace_solve(Tensor a, Tensor da):
-    """tr(A^-1 dA) for each matrix: the derivative of log|det A| along dA."""
-    return trace_of(linalg_solve(a, da))
-
-
-cdef class LinalgDetBackward(Node):
-    """d = det(A)  ->  gA = (g d) A^-T  (an exactly singular A raises inv's singular error)"""
-    cdef SavedTensor a
-    cdef SavedTensor d
-
-    cdef void release_saved(self):
-        self.a = None
-        self.d = None
-
-    cdef tuple apply(self, tuple grads):
-        cdef Tensor a = self.a.unpack(self)
-        return (scaled_inverse_transpose(a, mul(<Tensor>grads[0], self.d.unpack(self))),)
-
-
-cdef class SlogdetBackward(Node):
-    """(s, l) = slogdet(A)  ->  gA = g_l A^-T  (the sign has no gradient)"""
-    cdef SavedTensor a
-
-    cdef void release_saved(self):
-        self.a = None
-
-    cdef tuple apply(self, tuple grads):
-        return (scaled_inverse_transpose(self.a.unpack(self), <Tensor>grads[0]),)
-
-
-cdef Tensor logdet_jvp(Tensor a, Tensor scale, Tensor out):
-    """d log|det A| = tr(A^-1 dA), times scale (det's own value for det) when given"""
-    cdef Tensor ta = tangent_of(a)
-    if ta is None:
-        return None
-    cdef long level = suspend_fw()
-    cdef Tensor t
-    try:
-        t = trace_solve(a, ta)
-        if scale is not None:
-            t = mul(linalg_det(a) if tracks(a, None) else scale, t)
-        return fit_tangent(t, out)
-    finally:
-        resume_fw(level)
-
-
-cpdef Tensor linalg_det(object A):
-    """The determinant of each square matrix of A (..., n, n)."""
-    cdef Tensor a = square_operand(A, "linalg.det")
-    cdef Tensor out = float_result(np.linalg.det(a.data), descr(a.data))
-    if fw_active():
-        set_tangent(out, logdet_jvp(a, out, out))
-    cdef LinalgDetBackward node
-    if grad_enabled() and a.requires_grad_c():
-        node = LinalgDetBackward.__new__(LinalgDetBackward)
-        record(node, a, None)
-        attach_output(out, node, 0)
-        node.a = save_tensor(a, node, False)
-        node.d = save_tensor(out, node, True)
-    return out
-
-
-def linalg_slogdet(A):
-    """(sign, logabsdet) of each square matrix of A: det = sign * exp(logabsdet)."""
-    cdef Tensor a = square_operand(A, "linalg.slogdet")
-    sign_arr, log_arr = np.linalg.slogdet(a.data)
-    cdef Tensor sign = float_result(sign_arr, descr(a.data))
-    cdef Tensor out = float_result(log_arr, descr(a.data))
-    if fw_active():
-        set_tangent(out, logdet_jvp(a, None, out))
-    cdef SlogdetBackward node
-    if grad_enabled() and a.requires_grad_c():
-        node = SlogdetBackward.__new__(SlogdetBackward)
-        record(node, a, None)
-        attach_output(out, node, 0)
-        node.a = save_tensor(a, node, False)
-    return SlogdetResult(sign, out)
