@@ -77,6 +77,11 @@ DIRECTIVES = {
     # no Cython-generated __reduce__/__setstate__: they read raw fields from any tuple given
     # (a crash); Tensor pickles through its own __reduce_ex__, the rest refuse
     "auto_pickle": False,
+    # a typed parameter (`Tensor x`) of a Python-visible function refuses None with a TypeError
+    # instead of letting the body dereference it (a crash); a parameter that takes None says so
+    # (`Tensor x=None`, or `Tensor x or None`). Public ops convert their tensor arguments with
+    # tensor_arg (lucid/_tensor.pxi), whose errors name the op.
+    "allow_none_for_extension_args": False,
 }
 
 extensions = [

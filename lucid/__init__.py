@@ -4,9 +4,12 @@ import os as _os
 from . import _core
 from ._core import (
     Tensor, Storage, add, sub, mul, div, pow, neg, matmul, exp, log, sqrt, abs, sin, cos, tanh,
-    sigmoid, relu, clamp, maximum, minimum, where, sum, mean, amax, amin, reshape, view,
-    transpose, permute, flatten, squeeze, unsqueeze, expand, cat, stack, clone,
+    sigmoid, relu, clamp, maximum, minimum, where, sum, mean, amax, amin, view,
+    transpose, permute, flatten, squeeze, unsqueeze, cat, stack, clone,
 )
+# reshape and expand keep typed C signatures for native ops (lucid/_core.pxd); Python calls go
+# through their checked forms
+from ._core import checked_reshape as reshape, checked_expand as expand
 from ._core import (
     gather, scatter_add, index_select, take_along_dim, masked_fill, masked_select, split, chunk,
     unbind, narrow, flip, roll, tile, tril, triu, diagonal, diag, trace, movedim, einsum,

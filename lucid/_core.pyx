@@ -9,6 +9,8 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF, Py_REFCNT
 from cpython.object cimport PyTypeObject, Py_TYPE, destructor
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.number cimport PyIndex_Check
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 from libc.stdint cimport int64_t, uint64_t
 from libc.limits cimport INT_MAX

@@ -6,28 +6,72 @@ from . import _core
 _rng = np.random.default_rng()
 
 
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    try:
-        return tuple(int(s.__index__()) for s in size)
-    except AttributeError:
-        raise TypeError(f"a size is a sequence of ints, got {size!r}") from None
+def _shape(size, op):
+    """f(2, 3) and f((2, 3)) alike, as a tuple of non-negative ints (errors name op)."""
+    return _core.constructor_shape(tuple(size), op)
 
 
-def _dtype(dtype, default):
-    return default if dtype is None else _core.as_dtype(dtype)
+def _dtype(dtype, default, op):
+    return default if dtype is None else _core.as_dtype(dtype, op)
 
 
-_INT64_MAX = np.iinfo(np.int64).max
+def _leaf(array, requires_grad, op):
+    """A new leaf tensor over array; requires_grad only for a floating dtype."""
+    if requires_grad and array.dtype.kind != "f":
+        raise RuntimeError(f"{op}: only floating point tensors can require gradients, not "
+                           f"{_core.dtype_name(array.dtype)}; pass a float dtype")
+    return _core._from_array(array, requires_grad)
 
 
-def _check_fits_int64(array):
+_INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def _check_fits_int64(array, op):
     """Unsigned values past int64's range would wrap around: refuse them."""
     if array.dtype.kind == "u" and array.size and array.max() > _INT64_MAX:
-        raise ValueError(f"tensor(): the value {array.max()} does not fit in lucid.int64 (the "
+        raise ValueError(f"{op}: the value {array.max()} does not fit in lucid.int64 (the "
                          f"largest is {_INT64_MAX}) and lucid has no unsigned dtype; convert to "
                          "float64 first if an approximate value will do")
+
+
+def _scan_ints(data):
+    """(the first Python int in nested lists/tuples data that no int64 holds, or None; whether
+    data holds a float)."""
+    big, has_float, stack = None, False, [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, (float, np.floating)):
+            has_float = True
+        elif big is None and type(item) is int and not _INT64_MIN <= item <= _INT64_MAX:
+            big = item
+    return big, has_float
+
+
+def _values_array(data, dt, op):
+    """np.array(data) of Python data. An int that fits no lucid integer dtype is a ValueError
+    unless the values are floats (a float among them, or a float dtype asked for): NumPy would
+    have made it float64 or object, changing it silently."""
+    try:
+        array = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"{op}: data must be a number or a rectangular nested sequence of "
+                         f"numbers ({e})") from None
+    if array.dtype.kind == "O" or (array.dtype.kind == "f" and array.size and
+                                    np.fmax.reduce(np.abs(array), axis=None) >= 2.0**63):
+        big, has_float = _scan_ints(data)
+        floats = has_float or (dt is not None and dt.kind == "f")
+        if big is not None and not floats:
+            raise ValueError(f"{op}: the value {big} does not fit in lucid.int64 (Overflow "
+                             "when unpacking long); pass float values (e.g. float(v)) or "
+                             "dtype=lucid.float64 if an approximate value will do")
+        if array.dtype.kind == "O" and floats:
+            try:                             # ints past 64 bits that are to become floats
+                array = np.array(data, dtype=np.float64)
+            except (TypeError, ValueError):
+                pass
+    return array
 
 
 def _native(array):
@@ -35,7 +79,7 @@ def _native(array):
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
-def _values_dtype(array):
+def _values_dtype(array, op):
     """The dtype lucid gives values read from Python data: floats -> float32."""
     kind = array.dtype.kind
     if kind == "f":
@@ -44,34 +88,37 @@ def _values_dtype(array):
         return _core.int64
     if kind == "b":
         return _core.bool_
-    raise TypeError(f"can't make a tensor from values of dtype {array.dtype}")
+    raise TypeError(f"{op}: can't make a tensor from values of dtype {array.dtype}")
 
 
 def tensor(data, dtype=None, requires_grad=False):
     """A new tensor holding a copy of data (Python floats become float32)."""
+    return tensor_from(data, dtype, requires_grad, "tensor")
+
+
+def tensor_from(data, dtype, requires_grad, op):
+    """lucid.tensor(data, dtype, requires_grad) for op (the name its errors give)."""
+    dt = None if dtype is None else _core.as_dtype(dtype, op)
     if isinstance(data, _core.Tensor):
         array = np.array(data.detach().numpy(), copy=True)
     elif isinstance(data, np.ndarray):
         array = np.array(_native(data), copy=True)
-        if array.dtype not in _core.SUPPORTED_DTYPES and dtype is None:
-            _check_fits_int64(array)
-            array = array.astype(_values_dtype(array))
+        if array.dtype not in _core.SUPPORTED_DTYPES and dt is None:
+            _check_fits_int64(array, op)
+            array = array.astype(_values_dtype(array, op))
     else:
-        try:
-            array = np.array(data)
-        except ValueError as e:
-            raise ValueError(f"tensor(): data must be a number or a rectangular nested "
-                             f"sequence of numbers ({e})") from None
-        if array.dtype == object:
-            raise TypeError(f"tensor(): can't make a tensor from {type(data).__name__} values")
-        if dtype is None:
-            _check_fits_int64(array)
-            array = array.astype(_values_dtype(array), copy=False)
-    if dtype is not None:
-        if _core.as_dtype(dtype).kind == "i":
-            _check_fits_int64(array)
-        array = array.astype(_core.as_dtype(dtype), copy=False)
-    return _core._from_array(np.ascontiguousarray(array) if array.ndim else array, requires_grad)
+        array = _values_array(data, dt, op)
+        if array.dtype == object or array.dtype.kind in "USV":
+            raise TypeError(f"{op}: can't make a tensor from {type(data).__name__} values "
+                            f"(dtype {array.dtype}); data must be numbers")
+        if dt is None:
+            _check_fits_int64(array, op)
+            array = array.astype(_values_dtype(array, op), copy=False)
+    if dt is not None:
+        if dt.kind == "i":
+            _check_fits_int64(array, op)
+        array = array.astype(dt, copy=False)
+    return _leaf(np.ascontiguousarray(array) if array.ndim else array, requires_grad, op)
 
 
 def from_numpy(array):
@@ -79,54 +126,77 @@ def from_numpy(array):
     return _core.from_numpy(array)
 
 
-def _filled(size, value, dtype, requires_grad, default):
-    dt = _dtype(dtype, default)
-    return _core._from_array(np.full(_shape(size), value, dtype=dt), requires_grad)
+def _filled(size, value, dtype, requires_grad, default, op):
+    dt = _dtype(dtype, default, op)
+    return _leaf(np.full(_shape(size, op), _core.check_fill_value(value, dt, op), dtype=dt),
+                 requires_grad, op)
 
 
 def zeros(*size, dtype=None, requires_grad=False):
     """A tensor of zeros."""
-    return _filled(size, 0, dtype, requires_grad, _core.float32)
+    return _filled(size, 0, dtype, requires_grad, _core.float32, "zeros")
 
 
 def ones(*size, dtype=None, requires_grad=False):
     """A tensor of ones."""
-    return _filled(size, 1, dtype, requires_grad, _core.float32)
+    return _filled(size, 1, dtype, requires_grad, _core.float32, "ones")
 
 
 def empty(*size, dtype=None, requires_grad=False):
     """A tensor with unspecified values."""
-    dt = _dtype(dtype, _core.float32)
-    return _core._from_array(np.empty(_shape(size), dtype=dt), requires_grad)
+    dt = _dtype(dtype, _core.float32, "empty")
+    return _leaf(np.empty(_shape(size, "empty"), dtype=dt), requires_grad, "empty")
+
+
+def _full(size, fill_value, dtype, requires_grad, op):
+    """full() for op: the dtype follows fill_value unless given."""
+    if not isinstance(size, (tuple, list)):
+        size = (size,)
+    default = None
+    if dtype is None:
+        value = _core.check_fill_value(fill_value, _core.float64, op)
+        default = _core.int64 if type(value) is int else _values_dtype(np.array(value), op)
+    return _filled((tuple(size),), fill_value, dtype, requires_grad, default, op)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False):
     """A tensor filled with fill_value (its dtype follows the value unless given)."""
-    if isinstance(size, int):
-        size = (size,)
-    default = _values_dtype(np.array(fill_value))
-    return _filled((tuple(size),), fill_value, dtype, requires_grad, default)
+    return _full(size, fill_value, dtype, requires_grad, "full")
+
+
+def _like(t, op):
+    """t, the tensor a *_like constructor copies the shape (and dtype) of."""
+    if not isinstance(t, _core.Tensor):
+        raise TypeError(f"{op}: argument 't' must be a Tensor, not {type(t).__name__}")
+    return t
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
     """Zeros with t's shape and dtype."""
-    return zeros(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    t = _like(t, "zeros_like")
+    return _filled(t.shape, 0, t.dtype if dtype is None else dtype, requires_grad, None,
+                   "zeros_like")
 
 
 def ones_like(t, dtype=None, requires_grad=False):
     """Ones with t's shape and dtype."""
-    return ones(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    t = _like(t, "ones_like")
+    return _filled(t.shape, 1, t.dtype if dtype is None else dtype, requires_grad, None,
+                   "ones_like")
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
     """A tensor of t's shape filled with fill_value, with t's dtype unless given."""
-    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
-                requires_grad=requires_grad)
+    t = _like(t, "full_like")
+    return _full(t.shape, fill_value, t.dtype if dtype is None else dtype, requires_grad,
+                 "full_like")
 
 
 def empty_like(t, dtype=None, requires_grad=False):
     """A tensor of t's shape and dtype with unspecified values."""
-    return empty(t.shape, dtype=t.dtype if dtype is None else dtype, requires_grad=requires_grad)
+    t = _like(t, "empty_like")
+    dt = _dtype(dtype, t.dtype, "empty_like")
+    return _leaf(np.empty(t.shape, dtype=dt), requires_grad, "empty_like")
 
 
 def _count(value, name, op):
@@ -136,6 +206,19 @@ def _count(value, name, op):
     value = value.__index__()
     if value < 0:
         raise RuntimeError(f"{op}: {name} must be >= 0, got {value}")
+    if value > _INT64_MAX:
+        raise ValueError(f"{op}: {name} = {value} does not fit in a 64-bit integer")
+    return value
+
+
+def _number(value, name, op):
+    """A real number argument (start, end, step, base): TypeError naming op otherwise."""
+    if isinstance(value, _core.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: {name} must be a number, not {type(value).__name__}")
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{op}: {name} = {value} does not fit in a 64-bit integer")
     return value
 
 
@@ -143,52 +226,65 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     """The n x m matrix (m = n by default) with ones on the diagonal and zeros elsewhere."""
     n = _count(n, "n", "eye")
     m = n if m is None else _count(m, "m", "eye")
-    return _core._from_array(np.eye(n, m, dtype=_dtype(dtype, _core.float32)), requires_grad)
+    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _core.float32, "eye")), requires_grad, "eye")
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False):
     """steps values evenly spaced from start to end, both included."""
+    start, end = _number(start, "start", "linspace"), _number(end, "end", "linspace")
     steps = _count(steps, "steps", "linspace")
-    dt = _dtype(dtype, _core.float32)
-    return _core._from_array(np.linspace(start, end, steps).astype(dt), requires_grad)
+    dt = _dtype(dtype, _core.float32, "linspace")
+    return _leaf(np.linspace(start, end, steps).astype(dt), requires_grad, "linspace")
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
     """steps values base**e for e evenly spaced from start to end, both included."""
+    start, end = _number(start, "start", "logspace"), _number(end, "end", "logspace")
+    base = _number(base, "base", "logspace")
     steps = _count(steps, "steps", "logspace")
-    dt = _dtype(dtype, _core.float32)
-    return _core._from_array(np.power(float(base), np.linspace(start, end, steps)).astype(dt),
-                             requires_grad)
+    dt = _dtype(dtype, _core.float32, "logspace")
+    return _leaf(np.power(float(base), np.linspace(start, end, steps)).astype(dt),
+                 requires_grad, "logspace")
 
 
 def as_tensor(data, dtype=None):
     """data as a tensor, without a copy when it already is one (or a NumPy array) of dtype."""
     if isinstance(data, _core.Tensor):
-        return data if dtype is None else data.to(dtype)
+        return data if dtype is None else data.to(_core.as_dtype(dtype, "as_tensor"))
     if (isinstance(data, np.ndarray) and data.dtype in _core.SUPPORTED_DTYPES
-            and data.dtype.isnative and (dtype is None or _core.as_dtype(dtype) == data.dtype)):
+            and data.dtype.isnative and (dtype is None or
+                                         _core.as_dtype(dtype, "as_tensor") == data.dtype)):
         return _core.from_numpy(data)
-    return tensor(data, dtype=dtype)
+    return tensor_from(data, dtype, False, "as_tensor")
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     """Values from start to end (exclusive) by step; int64 for ints, float32 for floats."""
     if end is None:
         start, end = 0, start
+    start, end = _number(start, "start", "arange"), _number(end, "end", "arange")
+    step = _number(step, "step", "arange")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     for name, value in (("start", start), ("end", end), ("step", step)):
         if not np.isfinite(value):
             raise RuntimeError(f"arange: {name} must be a finite number, got {value}")
-    values = np.arange(start, end, step)
-    dt = _dtype(dtype, _values_dtype(values))
-    return _core._from_array(values.astype(dt, copy=False), requires_grad)
+    try:
+        values = np.arange(start, end, step)
+    except ValueError as e:                  # more values than an array can hold
+        raise RuntimeError(f"arange: {e} for start={start}, end={end}, step={step}") from None
+    dt = _dtype(dtype, _values_dtype(values, "arange"), "arange")
+    return _leaf(values.astype(dt, copy=False), requires_grad, "arange")
 
 
 def manual_seed(seed):
-    """Seed lucid's random generator (randn, rand)."""
+    """Seed lucid's random generator (randn, rand); seed is a non-negative int."""
     global _rng
-    _rng = np.random.default_rng(seed)
+    if not hasattr(seed, "__index__"):
+        raise TypeError(f"manual_seed: seed must be an int, not {type(seed).__name__}")
+    if seed.__index__() < 0:
+        raise ValueError(f"manual_seed: seed must be >= 0, got {seed}")
+    _rng = np.random.default_rng(seed.__index__())
 
 
 def get_rng_state():
@@ -198,20 +294,24 @@ def get_rng_state():
 
 def set_rng_state(state):
     """Restore lucid's random generator to a state from get_rng_state."""
-    _rng.bit_generator.state = state
+    try:
+        _rng.bit_generator.state = state
+    except (TypeError, ValueError, KeyError) as e:
+        raise TypeError(f"set_rng_state: state must be what get_rng_state() returned ({e})") \
+            from None
 
 
 def randn(*size, dtype=None, requires_grad=False):
     """Standard normal samples."""
-    dt = _dtype(dtype, _core.float32)
+    dt = _dtype(dtype, _core.float32, "randn")
     if dt.kind != "f":
         raise TypeError("randn needs a floating point dtype")
-    return _core._from_array(_rng.standard_normal(_shape(size), dtype=dt), requires_grad)
+    return _leaf(_rng.standard_normal(_shape(size, "randn"), dtype=dt), requires_grad, "randn")
 
 
 def rand(*size, dtype=None, requires_grad=False):
     """Uniform samples in [0, 1)."""
-    dt = _dtype(dtype, _core.float32)
+    dt = _dtype(dtype, _core.float32, "rand")
     if dt.kind != "f":
         raise TypeError("rand needs a floating point dtype")
-    return _core._from_array(_rng.random(_shape(size), dtype=dt), requires_grad)
+    return _leaf(_rng.random(_shape(size, "rand"), dtype=dt), requires_grad, "rand")

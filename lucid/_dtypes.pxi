@@ -66,23 +66,25 @@ def dtype_name(dt):
     return "lucid." + _SUPPORTED.get(np.dtype(dt), str(dt))
 
 
-cdef object as_supported_dtype(object dtype):
-    """Normalise a dtype argument; TypeError for one lucid does not support."""
+cdef object as_supported_dtype(object dtype, str op):
+    """Normalise op's dtype argument; TypeError naming op for one lucid does not support."""
     if dtype is None:
         return None
     cdef object dt
     try:
         dt = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"unsupported dtype {dtype!r}; use lucid.float32, float64, int32, int64 or bool")
+    except (TypeError, ValueError):          # ValueError: NumPy's for some strings and lists
+        raise TypeError(f"{op}: unsupported dtype {dtype!r}; use lucid.float32, float64, int32, "
+                        "int64 or bool") from None
     if dt not in _SUPPORTED:
-        raise TypeError(f"unsupported dtype {dt}; use lucid.float32, float64, int32, int64 or bool")
+        raise TypeError(f"{op}: unsupported dtype {dt}; use lucid.float32, float64, int32, int64 "
+                        "or bool")
     return dt
 
 
 SUPPORTED_DTYPES = frozenset(_SUPPORTED)
 
 
-def as_dtype(dtype):
-    """dtype as a numpy dtype lucid supports (TypeError otherwise)."""
-    return as_supported_dtype(dtype)
+def as_dtype(dtype, op="dtype"):
+    """dtype as a numpy dtype lucid supports (TypeError naming op otherwise)."""
+    return as_supported_dtype(dtype, op)

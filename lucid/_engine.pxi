@@ -803,28 +803,32 @@ def _in_plain_backward():
     return lucid_plain_backward != 0
 
 
-cdef tuple as_tensor_tuple(object xs, str what):
+cdef tuple as_tensor_tuple(object xs, str what, str op):
     if isinstance(xs, Tensor):
         return (xs,)
     if isinstance(xs, (tuple, list)):
         for x in xs:
             if not isinstance(x, Tensor):
-                raise TypeError(f"{what} must be Tensors, got {type(x).__name__}")
+                raise TypeError(f"{op}: {what} must be Tensors, got {type(x).__name__}")
         return tuple(xs)
-    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(xs).__name__}")
+    raise TypeError(f"{op}: {what} must be a Tensor or a sequence of Tensors, got "
+                    f"{type(xs).__name__}")
 
 
-cdef list root_gradients(tuple outputs, object grad_outputs):
+cdef list root_gradients(tuple outputs, object grad_outputs, str what, str op):
     """One gradient per output: the given one (checked) or ones for a one-element output."""
     cdef list given
     if grad_outputs is None:
         given = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         given = [grad_outputs]
-    else:
+    elif isinstance(grad_outputs, (tuple, list)):
         given = list(grad_outputs)
+    else:
+        raise TypeError(f"{op}: {what} must be a Tensor, None or a sequence of them, got "
+                        f"{type(grad_outputs).__name__}")
     if len(given) != len(outputs):
-        raise RuntimeError(f"got {len(given)} gradients for {len(outputs)} outputs")
+        raise RuntimeError(f"{op}: got {len(given)} gradients for {len(outputs)} outputs")
     cdef list out = []
     cdef Tensor t, g
     for k in range(len(outputs)):
@@ -832,27 +836,27 @@ cdef list root_gradients(tuple outputs, object grad_outputs):
         if given[k] is None:
             if t.data.size != 1:
                 raise RuntimeError(
-                    f"grad can be implicitly created only for outputs with one element; output "
-                    f"{k} has shape {t.data.shape}: pass gradient= (or grad_outputs=) a tensor of "
-                    "that shape")
+                    f"{op}: grad can be implicitly created only for outputs with one element; "
+                    f"output {k} has shape {t.data.shape}: pass gradient= (or grad_outputs=) a "
+                    "tensor of that shape")
             out.append(wrap(np.ones(t.data.shape, dtype=t.data.dtype)))
             continue
-        g = operand(given[k], "backward")
+        g = operand(given[k], op)
         if g.data.shape != t.data.shape:
-            raise RuntimeError(f"gradient {k} has shape {g.data.shape} but output {k} has shape "
-                               f"{t.data.shape}")
+            raise RuntimeError(f"{op}: gradient {k} has shape {g.data.shape} but output {k} has "
+                               f"shape {t.data.shape}")
         out.append(cast(g, descr(t.data)) if g.data.dtype != t.data.dtype else g)
     return out
 
 
-cdef list root_nodes(tuple outputs, list slots):
+cdef list root_nodes(tuple outputs, list slots, str op):
     cdef list nodes = []
     cdef Tensor t
     for k in range(len(outputs)):
         t = <Tensor>outputs[k]
         if not t.requires_grad_c():
-            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a "
-                               "grad_fn: nothing to differentiate (did you forget "
+            raise RuntimeError(f"{op}: element {k} of tensors does not require grad and does "
+                               "not have a grad_fn: nothing to differentiate (did you forget "
                                "requires_grad=True on a leaf, or run forward under no_grad?)")
         check_not_stale(t)
         nodes.append(gradient_node(t))
@@ -860,13 +864,13 @@ cdef list root_nodes(tuple outputs, list slots):
     return nodes
 
 
-cdef list target_nodes(tuple inputs, list slots):
+cdef list target_nodes(tuple inputs, list slots, str op):
     cdef list nodes = []
     cdef Tensor t
     for k in range(len(inputs)):
         t = <Tensor>inputs[k]
         if not t.requires_grad_c():
-            raise RuntimeError(f"input {k} does not require grad: only tensors with "
+            raise RuntimeError(f"{op}: input {k} does not require grad: only tensors with "
                                "requires_grad=True (or results of ops on them) can be "
                                "differentiated with respect to")
         nodes.append(gradient_node(t))
@@ -876,20 +880,20 @@ cdef list target_nodes(tuple inputs, list slots):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of tensors into the .grad of the leaves (or of inputs)."""
-    cdef tuple outputs = as_tensor_tuple(tensors, "tensors")
-    cdef list grads = root_gradients(outputs, grad_tensors)
+    cdef tuple outputs = as_tensor_tuple(tensors, "tensors", "backward")
+    cdef list grads = root_gradients(outputs, grad_tensors, "grad_tensors", "backward")
     cdef list slots = [], tslots = []
-    cdef list roots = root_nodes(outputs, slots)
+    cdef list roots = root_nodes(outputs, slots, "backward")
     cdef tuple wanted = None
     cdef list targets = None
     cdef PyThread_type_lock lock
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
-        wanted = as_tensor_tuple(inputs, "inputs")
+        wanted = as_tensor_tuple(inputs, "inputs", "backward")
         if not wanted:
             raise RuntimeError("backward(inputs=...) was given no tensors")
-        targets = target_nodes(wanted, tslots)
+        targets = target_nodes(wanted, tslots, "backward")
     captured = run_engine(roots, slots, grads, retain_graph, create_graph, targets, tslots, True)
     if wanted is not None:
         for k in range(len(wanted)):
@@ -908,18 +912,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """The gradients of outputs with respect to inputs, as a tuple; writes no .grad."""
-    cdef tuple outs = as_tensor_tuple(outputs, "outputs")
-    cdef tuple wanted = as_tensor_tuple(inputs, "inputs")
+    cdef tuple outs = as_tensor_tuple(outputs, "outputs", "grad")
+    cdef tuple wanted = as_tensor_tuple(inputs, "inputs", "grad")
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
         raise ValueError("materialize_grads=True needs allow_unused to be True or left unset")
     if retain_graph is None:
         retain_graph = create_graph
-    cdef list grads = root_gradients(outs, grad_outputs)
+    cdef list grads = root_gradients(outs, grad_outputs, "grad_outputs", "grad")
     cdef list slots = [], tslots = []
-    cdef list roots = root_nodes(outs, slots)
-    cdef list targets = target_nodes(wanted, tslots)
+    cdef list roots = root_nodes(outs, slots, "grad")
+    cdef list targets = target_nodes(wanted, tslots, "grad")
     cdef list captured = run_engine(roots, slots, grads, retain_graph, create_graph, targets,
                                     tslots, False)
     cdef list result = []
@@ -929,8 +933,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured[k]
         if g is None:
             if not allow_unused:
-                raise RuntimeError(f"input {k} (shape {t.data.shape}) was not used to compute the "
-                                   "outputs; pass allow_unused=True to get None for it")
+                raise RuntimeError(f"grad: input {k} (shape {t.data.shape}) was not used to compute "
+                                   "the outputs; pass allow_unused=True to get None for it")
             if materialize_grads:
                 g = wrap(np.zeros(t.data.shape, dtype=t.data.dtype))
         elif (<Tensor>g).data.dtype != t.data.dtype:

@@ -55,6 +55,10 @@ cdef object binary_kernel(object ufunc, Tensor a, Tensor b, cnp.dtype dt, str op
         if not broadcastable(a.data, b.data):
             raise shape_error(op, a, b) from None
         raise
+    except TypeError:                    # NumPy has no loop for the dtype (pow of bools)
+        raise RuntimeError(f"{op}: not implemented for {dtype_name(a.data.dtype)} and "
+                           f"{dtype_name(b.data.dtype)} inputs (computing in "
+                           f"{dtype_name(dt)}); convert them with .int() or .float()") from None
 
 
 cdef bint broadcastable(object x, object y):

@@ -33,8 +33,8 @@ from .autograd._aliases import (
 )
 from .autograd._jacobian import assemble, forward_columns, reverse_rows
 from .autograd._structures import (
-    check_float, checked_vectors, function_outputs, refuse_integer_tangents, restore,
-    restore_nested, zeros_like,
+    check_callable, check_float, checked_vectors, function_outputs, refuse_integer_tangents,
+    restore, restore_nested, zeros_like,
 )
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -178,6 +178,7 @@ def _scalar(value, fn_name):
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (gradient of func at argnums, func's value); with has_aux,
     (gradient, (value, aux))."""
+    check_callable(func, "func", "grad_and_value")
     def wrapper(*args, **kwargs):
         with inside_transform():
             call = _ReverseCall(func, args, kwargs, argnums, has_aux, "grad")
@@ -197,6 +198,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
 def grad(func, argnums=0, has_aux=False):
     """A function returning the gradient of func (one output element) with respect to the
     arguments at argnums; with has_aux, (gradient, aux)."""
+    check_callable(func, "func", "grad")
     with_value = grad_and_value(func, argnums, has_aux)
 
     def wrapper(*args, **kwargs):
@@ -210,6 +212,7 @@ def grad(func, argnums=0, has_aux=False):
 def vjp(func, *primals, has_aux=False):
     """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives v^T J with respect to every
     primal, a tuple with one entry per primal; cotangents have the output's structure."""
+    check_callable(func, "func", "vjp")
     with inside_transform():
         call = _ReverseCall(func, primals, {}, tuple(range(len(primals))), has_aux, "vjp")
         outputs_tuple, outputs = function_outputs(call.value, "vjp")
@@ -243,6 +246,7 @@ def vjp(func, *primals, has_aux=False):
 def jvp(func, primals, tangents, has_aux=False):
     """(func(*primals), J @ tangents[, aux]) by forward mode; tangents match primals one by
     one in shape."""
+    check_callable(func, "func", "jvp")
     for name, seq in (("primals", primals), ("tangents", tangents)):
         if not isinstance(seq, (tuple, list)):
             raise TypeError(f"jvp(f, primals, tangents): expected {name} to be a tuple (it "
@@ -276,6 +280,7 @@ def jvp(func, primals, tangents, has_aux=False):
 def jacrev(func, argnums=0, has_aux=False):
     """A function returning the Jacobian of func with respect to argnums, one backward pass per
     output element; with has_aux, (jacobian, aux)."""
+    check_callable(func, "func", "jacrev")
     def wrapper(*args, **kwargs):
         with inside_transform():
             call = _ReverseCall(func, args, kwargs, argnums, has_aux, "jacrev")
@@ -295,6 +300,7 @@ def jacfwd(func, argnums=0, has_aux=False):
     """A function returning the Jacobian of func with respect to argnums, one forward-mode pass
     per input element; with has_aux, (jacobian, aux). Not inside another forward-mode
     transform (one dual level per thread)."""
+    check_callable(func, "func", "jacfwd")
     def wrapper(*args, **kwargs):
         positions, argnums_tuple = _positions(argnums, len(args), "jacfwd")
         primals = _primals(args, positions, "jacfwd")
@@ -326,6 +332,7 @@ def jacfwd(func, argnums=0, has_aux=False):
 def hessian(func, argnums=0):
     """A function returning the Hessian of func (one output element) with respect to argnums:
     jacfwd(jacrev(func)), or jacrev(jacrev(func)) when a dual level is already active."""
+    check_callable(func, "func", "hessian")
     def wrapper(*args, **kwargs):
         outer = jacrev if _core._current_dual_level() is not None else jacfwd
         return outer(jacrev(func, argnums), argnums)(*args, **kwargs)

@@ -101,6 +101,11 @@ def opcheck(fn, sample_inputs, *, check_forward_ad=None, atol=1e-5, rtol=1e-3):
     check_forward_ad: None tries forward mode and reports 'not supported' when the op has no
     jvp; True requires it; False skips it. atol/rtol are gradcheck's tolerances (float64).
     """
+    if not callable(fn):
+        raise TypeError(f"opcheck: fn must be callable, not {type(fn).__name__}")
+    if isinstance(sample_inputs, (str, bytes)) or not hasattr(sample_inputs, "__iter__"):
+        raise TypeError(f"opcheck: sample_inputs must be a sequence of argument tuples, not "
+                        f"{type(sample_inputs).__name__}")
     samples = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in sample_inputs]
     if not samples:
         raise ValueError("opcheck: sample_inputs is empty; give at least one tuple of arguments")

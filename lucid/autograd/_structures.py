@@ -7,6 +7,13 @@ from .. import _core
 Tensor = _core.Tensor
 
 
+def check_callable(fn, what, fn_name):
+    """TypeError naming the function and the argument unless fn can be called."""
+    if not callable(fn):
+        raise TypeError(f"{fn_name}: {what} must be callable (a function of tensors), not "
+                        f"{type(fn).__name__}")
+
+
 def as_tensor_tuple(value, what, fn_name):
     """(was_tuple, tuple of tensors) for a Tensor or a tuple/list of them; TypeError naming the
     function, the argument and the entry that is not a tensor."""

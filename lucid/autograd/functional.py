@@ -22,8 +22,8 @@ from . import forward_ad
 from ._aliases import differentiable_alias, detached, tangent_of
 from ._jacobian import assemble, forward_columns, reverse_rows
 from ._structures import (
-    as_tensor_tuple, check_float, checked_vectors, default_vector, function_outputs,
-    refuse_integer_tangents, restore, restore_nested, zeros_like,
+    as_tensor_tuple, check_callable, check_float, checked_vectors, default_vector,
+    function_outputs, refuse_integer_tangents, restore, restore_nested, zeros_like,
 )
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -33,7 +33,9 @@ _STRATEGIES = ("reverse-mode", "forward-mode")
 
 # -- checks and messages shared by the transforms ----------------------------------------------
 
-def _inputs(inputs, fn_name):
+def _inputs(func, inputs, fn_name):
+    """The transform's checked arguments: func callable, inputs float tensors."""
+    check_callable(func, "func", fn_name)
     was_tuple, inputs = as_tensor_tuple(inputs, "inputs", fn_name)
     check_float(inputs, "input", fn_name)
     return was_tuple, inputs
@@ -122,7 +124,7 @@ def _scalar_output(value, fn_name):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): v has the outputs' structure, the product the inputs'."""
-    inputs_tuple, inputs = _inputs(inputs, "vjp")
+    inputs_tuple, inputs = _inputs(func, inputs, "vjp")
     with enable_grad():
         aliases = tuple(differentiable_alias(x, connect=create_graph) for x in inputs)
         outputs_tuple, outputs = function_outputs(func(*aliases), "vjp")
@@ -146,7 +148,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v) by forward mode: v has the inputs' structure, the product the
     outputs'. strict=True: RuntimeError when an output, or (create_graph) the product, is
     independent of an input."""
-    inputs_tuple, inputs = _inputs(inputs, "jvp")
+    inputs_tuple, inputs = _inputs(func, inputs, "jvp")
     if v is not None:
         refuse_integer_tangents(v, "jvp")
     v = _vectors(v, inputs, "input to the user-provided function", "jvp")
@@ -285,7 +287,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     one input and one output, a tuple over the one that is a tuple, a tuple of tuples for
     both."""
     _check_strategy(strategy, "strategy", "jacobian")
-    inputs_tuple, inputs = _inputs(inputs, "jacobian")
+    inputs_tuple, inputs = _inputs(func, inputs, "jacobian")
     outputs_tuple, blocks = _blocks(func, inputs, create_graph, strict, strategy, "jacobian")
     return restore_nested(blocks, outputs_tuple, inputs_tuple)
 
@@ -295,7 +297,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """H[i][j] = d^2 func / d input_i d input_j of a function with one output element, of shape
     input_i.shape + input_j.shape: the Jacobian (outer_jacobian_strategy) of its gradient."""
     _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
-    inputs_tuple, inputs = _inputs(inputs, "hessian")
+    inputs_tuple, inputs = _inputs(func, inputs, "hessian")
 
     def gradient(*args):
         with enable_grad():
@@ -370,7 +372,7 @@ def _vhp_reverse_over_reverse(func, inputs, v, create_graph, strict, fn_name):
 
 
 def _second_order(fn_name, func, inputs, v, create_graph, strict, forward):
-    inputs_tuple, inputs = _inputs(inputs, fn_name)
+    inputs_tuple, inputs = _inputs(func, inputs, fn_name)
     v = _vectors(v, inputs, "input to the user-provided function", fn_name)
     found = None
     if forward and _core._current_dual_level() is None:

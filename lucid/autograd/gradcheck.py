@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import _core
 from .._grad_mode import enable_grad, no_grad
+from ._structures import check_callable
 
 
 class GradcheckError(RuntimeError):
@@ -15,12 +16,12 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, list) else (x,)
 
 
-def _tensor_outputs(fn, inputs):
+def _tensor_outputs(fn, inputs, name="gradcheck"):
     outputs = _as_tuple(fn(*inputs))
     tensors = [o for o in outputs if isinstance(o, _core.Tensor)]
     if not tensors:
         got = ", ".join(type(o).__name__ for o in outputs) or "an empty tuple"
-        raise ValueError(f"gradcheck: fn returned no tensor ({got}), so there is nothing to "
+        raise ValueError(f"{name}: fn returned no tensor ({got}), so there is nothing to "
                          "check; fn must return a Tensor or a tuple holding tensors")
     return tensors
 
@@ -110,23 +111,44 @@ def _compare(analytic, numerical, wanted, atol, rtol, what):
     return None
 
 
-def _check_inputs(inputs):
+def _check_inputs(inputs, name):
     inputs = _as_tuple(inputs)
     wanted = _differentiable(inputs)
     if not wanted:
-        raise ValueError("gradcheck: no input requires grad; pass tensors with requires_grad=True")
+        raise ValueError(f"{name}: no input requires grad; pass tensors with "
+                         "requires_grad=True")
     for i in wanted:
         if inputs[i].dtype != _core.float64:
-            raise ValueError(f"gradcheck: input {i} is {inputs[i].dtype}; use float64 inputs "
+            raise ValueError(f"{name}: input {i} is {inputs[i].dtype}; use float64 inputs "
                              "(finite differences in float32 are too coarse)")
     return inputs
+
+
+def _check_tolerances(eps, atol, rtol, name):
+    """ValueError/TypeError naming the function unless eps > 0, atol >= 0 and rtol >= 0."""
+    for what, value, low in (("eps", eps, 0.0), ("atol", atol, 0.0), ("rtol", rtol, 0.0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            raise TypeError(f"{name}: {what} must be a number, not {type(value).__name__}")
+        if not (value > low or (what != "eps" and value == low)) or not np.isfinite(float(value)):
+            raise ValueError(f"{name}: {what} must be {'>' if what == 'eps' else '>='} 0 and "
+                             f"finite, got {value}")
 
 
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               check_forward_ad=False, check_backward_ad=True):
     """Check fn's backward (and, with check_forward_ad, its forward-mode derivatives) against
     central finite differences for every input and output."""
-    inputs = _check_inputs(inputs)
+    return _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
+                      check_backward_ad, "gradcheck")
+
+
+def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
+               check_backward_ad, name):
+    """gradcheck for the public function name (the name its errors give)."""
+    check_callable(fn, "fn", name)
+    _check_tolerances(eps, atol, rtol, name)
+    inputs = _check_inputs(inputs, name)
     outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
     message = None
     if check_backward_ad:
@@ -138,21 +160,40 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
     if message is None:
         return True
     if raise_exception:
-        raise GradcheckError(message)
+        raise GradcheckError(f"{name}: {message}")
     return False
+
+
+def _checked_grad_outputs(grad_outputs, outputs, name):
+    """grad_outputs as a tuple of tensors, one per output that requires grad, each of that
+    output's shape: TypeError/RuntimeError naming the function otherwise."""
+    wanted = [o for o in outputs if o.requires_grad]
+    grad_outputs = _as_tuple(grad_outputs)
+    if len(grad_outputs) != len(wanted):
+        raise RuntimeError(f"{name}: {len(grad_outputs)} grad_outputs for {len(wanted)} "
+                           "outputs that require grad")
+    for k, (g, o) in enumerate(zip(grad_outputs, wanted)):
+        if not isinstance(g, _core.Tensor):
+            raise TypeError(f"{name}: grad_outputs[{k}] must be a Tensor, not "
+                            f"{type(g).__name__}")
+        if tuple(g.shape) != tuple(o.shape):
+            raise RuntimeError(f"{name}: grad_outputs[{k}] has shape {tuple(g.shape)} but its "
+                               f"output has shape {tuple(o.shape)}")
+    return grad_outputs
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True):
     """Check the second derivatives of fn: gradcheck of (inputs, v) -> v . dfn/dinputs."""
-    inputs = _check_inputs(inputs)
+    check_callable(fn, "fn", "gradgradcheck")
+    inputs = _check_inputs(inputs, "gradgradcheck")
     wanted = _differentiable(inputs)
-    outputs = _tensor_outputs(fn, inputs)
+    outputs = _tensor_outputs(fn, inputs, "gradgradcheck")
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         grad_outputs = tuple(_core._from_array(rng.standard_normal(o.shape), True)
                              for o in outputs if o.requires_grad)
-    grad_outputs = _as_tuple(grad_outputs)
+    grad_outputs = _checked_grad_outputs(grad_outputs, outputs, "gradgradcheck")
     n = len(inputs)
 
     def first_derivatives(*args):
@@ -162,5 +203,5 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
             return _core.grad(tuple(outs), tuple(xs[i] for i in wanted), tuple(vs),
                               create_graph=True, allow_unused=True, materialize_grads=True)
 
-    return gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
-                     raise_exception)
+    return _gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
+                      raise_exception, False, True, "gradgradcheck")

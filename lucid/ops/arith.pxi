@@ -385,6 +385,7 @@ cdef Tensor binary_op(int op, object x, object y):
     a = operand(x, name)
     b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
+    check_operands_fit(x, y, a, b, dt, name)
     if op == OP_DIV and not is_float_dtype(dt):
         dt = float32
     elif op == OP_SUB and dt.kind == b'b':

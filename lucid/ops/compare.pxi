@@ -106,9 +106,11 @@ cdef object close_mask(object input, object other, double rtol, double atol, bin
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol*|other| elementwise (bool), broadcasting."""
-    return wrap(as_array(close_mask(input, other, rtol, atol, equal_nan, "isclose")))
+    return wrap(as_array(close_mask(input, other, float_arg(rtol, "isclose", "rtol"),
+                                    float_arg(atol, "isclose", "atol"), equal_nan, "isclose")))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True when isclose holds for every element (a Python bool)."""
-    return bool(np.all(close_mask(input, other, rtol, atol, equal_nan, "allclose")))
+    return bool(np.all(close_mask(input, other, float_arg(rtol, "allclose", "rtol"),
+                                  float_arg(atol, "allclose", "atol"), equal_nan, "allclose")))

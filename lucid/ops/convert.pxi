@@ -40,7 +40,7 @@ cdef Tensor tensor_to(Tensor t, tuple args, dict kwargs):
             dtype = arg
     if device is not None:
         check_device(device, "to")
-    cdef Tensor out = t if dtype is None else cast(t, as_supported_dtype(dtype))
+    cdef Tensor out = t if dtype is None else cast(t, as_supported_dtype(dtype, "to"))
     return clone(out) if copy and out is t else out
 
 
@@ -56,37 +56,50 @@ cdef object tensor_type(Tensor t, object dtype):
                 return cast(t, dt)
         raise TypeError(f"type(): unknown tensor type {dtype!r}; use a dtype such as "
                         "lucid.float64")
-    return cast(t, as_supported_dtype(dtype))
+    return cast(t, as_supported_dtype(dtype, "type"))
 
 
 cdef tuple size_arg(tuple size, str op):
-    """new_*(2, 3) and new_*((2, 3)) alike, as a tuple of ints."""
-    size = shape_arg(size)
-    try:
-        return tuple([s.__index__() for s in size])
-    except AttributeError:
-        raise TypeError(f"{op}: a size is a sequence of ints, got {size!r}") from None
+    """f(2, 3) and f((2, 3)) alike, as a tuple of non-negative ints (else an error naming op)."""
+    cdef tuple shape = int_tuple(shape_arg(size), op, "size")
+    cdef Py_ssize_t n
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"{op}: sizes must be non-negative, got {shape}")
+    return shape
+
+
+def constructor_shape(tuple size, str op):
+    """The shape given to constructor op as f(2, 3) or f((2, 3)) (see size_arg)."""
+    return size_arg(size, op)
 
 
 cdef Tensor new_filled(Tensor t, tuple size, object value, object dtype, bint requires_grad,
                        str op):
     """A new tensor of size filled with value (None: uninitialised), with t's dtype unless
     dtype is given."""
-    cdef object dt = descr(t.data) if dtype is None else as_supported_dtype(dtype)
+    cdef object dt = descr(t.data) if dtype is None else as_supported_dtype(dtype, op)
     cdef tuple shape = size_arg(size, op)
     cdef Tensor out = wrap(np.empty(shape, dtype=dt) if value is None else
-                           np.full(shape, value, dtype=dt))
+                           np.full(shape, check_fill_value(value, dt, op), dtype=dt))
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def check_fill_value(value, dtype, str op):
+    """value, a number to fill a tensor of dtype with: TypeError for anything else (None
+    included), RuntimeError for an int that dtype cannot hold."""
+    if isinstance(value, Tensor) and (<Tensor>value).data.size == 1:
+        value = (<Tensor>value).item()
+    if scalar_operand(value) is None:
+        raise TypeError(f"{op}: fill_value must be a number, not {type(value).__name__}")
+    check_int_fits(value, np.dtype(dtype), op)
+    return value
 
 
 cdef Tensor new_tensor_from(Tensor t, object data, object dtype, bint requires_grad):
     """A new tensor holding a copy of data, with t's dtype unless dtype is given."""
-    cdef object dt = descr(t.data) if dtype is None else as_supported_dtype(dtype)
-    cdef object values = (<Tensor>data).data if isinstance(data, Tensor) else data
-    cdef object arr = np.array(values, dtype=dt, copy=True)
-    cdef Tensor out = wrap(arr)
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
+    from lucid._creation import tensor_from
+    return tensor_from(data, descr(t.data) if dtype is None else dtype, requires_grad,
+                       "new_tensor")

@@ -4,7 +4,7 @@ cdef Py_ssize_t scan_dim(Tensor a, object dim, str name) except -1:
     """dim as a non-negative int for a scan over a (a 0-d tensor takes 0 or -1)."""
     if dim is None or isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}: dim must be one int, got {dim!r}")
-    return normalize_dim(dim, ndim_of(a.data))
+    return normalize_dim(dim, ndim_of(a.data), name)
 
 
 cdef Tensor accumulating_operand(object input, object dtype, str name):
@@ -12,7 +12,7 @@ cdef Tensor accumulating_operand(object input, object dtype, str name):
     accumulate in int64, as in PyTorch."""
     cdef Tensor a = operand(input, name)
     if dtype is not None:
-        return cast(a, as_supported_dtype(dtype))
+        return cast(a, as_supported_dtype(dtype, name))
     if not is_float_dtype(descr(a.data)) and a.data.dtype != int64:
         return cast(a, int64)
     return a

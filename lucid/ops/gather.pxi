@@ -30,7 +30,11 @@ cdef object index_array(object index, str op):
     if isinstance(index, Tensor):
         arr = (<Tensor>index).data
     elif isinstance(index, (np.ndarray, list, tuple)):
-        arr = np.asarray(index)
+        try:
+            arr = np.asarray(index)
+        except ValueError:                   # a ragged list
+            raise TypeError(f"{op}: index must be an int64 tensor (or a rectangular list of "
+                            f"ints), got a ragged {type(index).__name__}") from None
         if arr.size == 0 and arr.dtype.kind == "f":      # an empty list reads as float
             arr = arr.astype(np.intp)
     else:
@@ -93,15 +97,16 @@ cdef class GatherBackward(IndexBackward):
     """y = gather(x, d, idx) = x[key]  ->  gx = index_backward(g, x.shape, key)"""
 
 
-def gather(Tensor input, dim, index):
+def gather(input, dim, index):
     """out[i][j][k] = input[index[i][j][k]][j][k] (for dim 0; likewise for the others)."""
-    refuse_zero_dim(input, "gather")
-    cdef tuple shape = input.data.shape
-    cdef Py_ssize_t d = normalize_dim(dim, len(shape))
+    cdef Tensor t = tensor_arg(input, "gather", "input")
+    refuse_zero_dim(t, "gather")
+    cdef tuple shape = t.data.shape
+    cdef Py_ssize_t d = normalize_dim(dim, len(shape), "gather")
     cdef object idx = index_array(index, "gather")
     check_index_fits(idx.shape, shape, d, "gather", "input", shape)
     check_index_range(idx, shape[d], False, "gather", d, shape)
-    return take_at(input, key_along(idx, d, idx.shape), GatherBackward, False)
+    return take_at(t, key_along(idx, d, idx.shape), GatherBackward, False)
 
 
 # -- scatter_add ---------------------------------------------------------------------------------
@@ -127,33 +132,35 @@ def scatter_tangents(list ts, dim, index):
     return scatter_add(ts[0], dim, index, ts[1])
 
 
-def scatter_add(Tensor input, dim, index, Tensor src):
+def scatter_add(input, dim, index, src):
     """A copy of input with src[i][j] added at [index[i][j]][j] (dim 0; repeated indices add up)."""
-    refuse_zero_dim(input, "scatter_add")
-    cdef tuple shape = input.data.shape
-    cdef Py_ssize_t d = normalize_dim(dim, len(shape))
+    cdef Tensor t = tensor_arg(input, "scatter_add", "input")
+    cdef Tensor s = tensor_arg(src, "scatter_add", "src")
+    refuse_zero_dim(t, "scatter_add")
+    cdef tuple shape = t.data.shape
+    cdef Py_ssize_t d = normalize_dim(dim, len(shape), "scatter_add")
     cdef object idx = index_array(index, "scatter_add")
-    if src.data.dtype != input.data.dtype:
-        raise RuntimeError(f"scatter_add: src has dtype {dtype_name(src.data.dtype)} but input has "
-                           f"{dtype_name(input.data.dtype)}; they must be equal")
+    if s.data.dtype != t.data.dtype:
+        raise RuntimeError(f"scatter_add: src has dtype {dtype_name(s.data.dtype)} but input has "
+                           f"{dtype_name(t.data.dtype)}; they must be equal")
     check_index_fits(idx.shape, shape, d, "scatter_add", "input", shape)
-    check_index_fits(idx.shape, src.data.shape, -1, "scatter_add", "src", shape)
+    check_index_fits(idx.shape, s.data.shape, -1, "scatter_add", "src", shape)
     check_index_range(idx, shape[d], False, "scatter_add", d, shape)
     cdef tuple key = key_along(idx, d, idx.shape)
     cdef tuple src_part = None
-    if src.data.shape != idx.shape:
+    if s.data.shape != idx.shape:
         src_part = tuple([slice(0, n) for n in idx.shape])
-    cdef object arr = np.array(input.data, copy=True)
-    np.add.at(arr, key, src.data if src_part is None else src.data[src_part])
+    cdef object arr = np.array(t.data, copy=True)
+    np.add.at(arr, key, s.data if src_part is None else s.data[src_part])
     cdef Tensor out = wrap(arr)
     if fw_active():
-        set_tangent(out, linear_jvp_n((input, src), scatter_tangents, (d, idx)))
+        set_tangent(out, linear_jvp_n((t, s), scatter_tangents, (d, idx)))
     cdef ScatterAddBackward node
-    if grad_enabled() and (input.requires_grad_c() or src.requires_grad_c()):
+    if grad_enabled() and (t.requires_grad_c() or s.requires_grad_c()):
         node = ScatterAddBackward.__new__(ScatterAddBackward)
-        record(node, input, src)
+        record(node, t, s)
         node.key = key
-        node.src_shape = src.data.shape
+        node.src_shape = s.data.shape
         node.src_part = src_part
         attach_output(out, node, 0)
     return out
@@ -165,17 +172,18 @@ cdef class IndexSelectBackward(IndexBackward):
     """y = index_select(x, d, idx) = x[:, idx]  ->  gx = index_backward(g, x.shape, key)"""
 
 
-def index_select(Tensor input, dim, index):
+def index_select(input, dim, index):
     """The entries of input at positions index (1-d) along dim."""
-    refuse_zero_dim(input, "index_select")
-    cdef tuple shape = input.data.shape
-    cdef Py_ssize_t d = normalize_dim(dim, len(shape))
+    cdef Tensor t = tensor_arg(input, "index_select", "input")
+    refuse_zero_dim(t, "index_select")
+    cdef tuple shape = t.data.shape
+    cdef Py_ssize_t d = normalize_dim(dim, len(shape), "index_select")
     cdef object idx = index_array(index, "index_select")
     if idx.ndim > 1:
         raise IndexError(f"index_select: index must be 1-d (or 0-d), got shape {idx.shape}")
     check_index_range(idx, shape[d], False, "index_select", d, shape)
     cdef tuple key = (slice(None),) * d + (idx.reshape(-1),)
-    return take_at(input, key, IndexSelectBackward, False)
+    return take_at(t, key, IndexSelectBackward, False)
 
 
 # -- take_along_dim ------------------------------------------------------------------------------
@@ -184,19 +192,20 @@ cdef class TakeAlongDimBackward(IndexBackward):
     """y = take_along_dim(x, idx, d) = x[key]  ->  gx = index_backward(g, x.shape, key)"""
 
 
-def take_along_dim(Tensor input, indices, dim=None):
+def take_along_dim(input, indices, dim=None):
     """input's entries at indices along dim, broadcasting the other dims (dim None: flattened)."""
-    cdef tuple shape = input.data.shape
+    cdef Tensor t = tensor_arg(input, "take_along_dim", "input")
+    cdef tuple shape = t.data.shape
     cdef object idx = index_array(indices, "take_along_dim")
-    cdef Py_ssize_t n = input.data.size, d
+    cdef Py_ssize_t n = t.data.size, d
     if dim is None:
         check_index_range(idx, n, True, "take_along_dim", 0, shape)
         if len(shape) == 0:
-            return take_at(reshape(input, (1,)), (idx.reshape(-1),), TakeAlongDimBackward, False)
-        return take_at(input, np.unravel_index(idx.reshape(-1) % n if n else idx.reshape(-1),
+            return take_at(reshape(t, (1,)), (idx.reshape(-1),), TakeAlongDimBackward, False)
+        return take_at(t, np.unravel_index(idx.reshape(-1) % n if n else idx.reshape(-1),
                                                shape), TakeAlongDimBackward, False)
-    refuse_zero_dim(input, "take_along_dim")
-    d = normalize_dim(dim, len(shape))
+    refuse_zero_dim(t, "take_along_dim")
+    d = normalize_dim(dim, len(shape), "take_along_dim")
     if idx.ndim != len(shape):
         raise RuntimeError(f"take_along_dim: input (shape {shape}) and indices (shape "
                            f"{idx.shape}) must have the same number of dims")
@@ -207,7 +216,7 @@ def take_along_dim(Tensor input, indices, dim=None):
     except ValueError:
         raise RuntimeError(f"take_along_dim: input shape {shape} and indices shape {idx.shape} "
                            f"can't be broadcast together outside dim {d}") from None
-    return take_at(input, key, TakeAlongDimBackward, False)
+    return take_at(t, key, TakeAlongDimBackward, False)
 
 
 # -- masked_select -------------------------------------------------------------------------------
@@ -235,20 +244,21 @@ cdef class MaskedSelectBackward(IndexBackward):
     """y = masked_select(x, m) = x[key]  ->  gx = index_backward(g, x.shape, key)"""
 
 
-def masked_select(Tensor input, mask):
+def masked_select(input, mask):
     """The entries of input where mask holds (both broadcast), as a 1-d tensor."""
+    cdef Tensor t = tensor_arg(input, "masked_select", "input")
     cdef object m = bool_mask(mask, "masked_select")
-    cdef tuple shape = input.data.shape
+    cdef tuple shape = t.data.shape
     cdef tuple full = broadcast_with_mask(shape, m, "masked_select")
     cdef tuple picked = np.nonzero(np.broadcast_to(m, full))
     if len(shape) == 0:
-        return take_at(reshape(input, (1,)), (np.zeros(len(picked[0]), dtype=np.intp),),
+        return take_at(reshape(t, (1,)), (np.zeros(len(picked[0]), dtype=np.intp),),
                        MaskedSelectBackward, False)
     cdef Py_ssize_t lead = len(full) - len(shape), d
     # a dim that input broadcast (size 1) is read at 0; the gradient adds up there
     cdef tuple key = tuple([picked[lead + d] if shape[d] == full[lead + d] else
                             np.zeros_like(picked[lead + d]) for d in range(len(shape))])
-    return take_at(input, key, MaskedSelectBackward, False)
+    return take_at(t, key, MaskedSelectBackward, False)
 
 
 # -- masked_fill ---------------------------------------------------------------------------------
@@ -275,8 +285,9 @@ def masked_fill_tangents(list ts, mask):
     return masked_fill(ts[0], mask, ts[1] if len(ts) > 1 else 0.0)
 
 
-def masked_fill(Tensor input, mask, value):
+def masked_fill(input, mask, value):
     """input with value (a number or a 0-d tensor) where mask holds (broadcast)."""
+    cdef Tensor t = tensor_arg(input, "masked_fill", "input")
     cdef object m = bool_mask(mask, "masked_fill")
     cdef Tensor v = None
     if isinstance(value, Tensor):
@@ -287,21 +298,23 @@ def masked_fill(Tensor input, mask, value):
     elif scalar_operand(value) is None:
         raise TypeError(f"masked_fill: value must be a number or a 0-d tensor, not "
                         f"{type(value).__name__}")
-    cdef tuple full = broadcast_with_mask(input.data.shape, m, "masked_fill")
+    else:
+        check_int_fits(value, descr(t.data), "masked_fill")
+    cdef tuple full = broadcast_with_mask(t.data.shape, m, "masked_fill")
     cdef object fill = v.data if v is not None else value
-    cdef object arr = np.where(m, np.asarray(fill).astype(input.data.dtype, casting="unsafe"),
-                               input.data)
-    cdef Tensor out = wrap(as_array(arr).astype(input.data.dtype, copy=False))
-    cdef tuple ins = (input,) if v is None else (input, v)
+    cdef object arr = np.where(m, np.asarray(fill).astype(t.data.dtype, casting="unsafe"),
+                               t.data)
+    cdef Tensor out = wrap(as_array(arr).astype(t.data.dtype, copy=False))
+    cdef tuple ins = (t,) if v is None else (t, v)
     if fw_active():
         set_tangent(out, fit_tangent(linear_jvp_n(ins, masked_fill_tangents, (m,)), out))
     cdef MaskedFillBackward node
-    if grad_enabled() and (input.requires_grad_c() or (v is not None and v.requires_grad_c())):
+    if grad_enabled() and (t.requires_grad_c() or (v is not None and v.requires_grad_c())):
         node = MaskedFillBackward.__new__(MaskedFillBackward)
-        record(node, input, v)
+        record(node, t, v)
         node.mask = m
-        node.x_shape = None if input.data.shape == full else input.data.shape
-        node.x_dtype = descr(input.data)
-        node.v_dtype = descr(input.data if v is None else v.data)
+        node.x_shape = None if t.data.shape == full else t.data.shape
+        node.x_dtype = descr(t.data)
+        node.v_dtype = descr(t.data if v is None else v.data)
         attach_output(out, node, 0)
     return out

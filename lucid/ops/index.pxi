@@ -15,6 +15,18 @@ cdef object index_key(object index):
     return index
 
 
+cdef object index_error(object index, object key, Tensor a, object error):
+    """The IndexError for a[index] that NumPy refused with error; an int past 64 bits (NumPy:
+    OverflowError, or a message about valid index types) is said to be one."""
+    cdef tuple parts = key if isinstance(key, tuple) else (key,)
+    cdef str why = str(error)
+    for p in parts:
+        if type(p) is int and not -2**63 <= p < 2**63:
+            why = "an index must fit in 64 bits"
+    return IndexError(f"index {index!r} is out of range for a tensor of shape {a.data.shape}: "
+                      f"{why}")
+
+
 cdef bint is_basic(object key):
     """Ints, slices, None and ellipsis only: NumPy returns a view."""
     cdef tuple parts = key if isinstance(key, tuple) else (key,)
@@ -47,9 +59,8 @@ cpdef Tensor getitem(Tensor a, object index):
             arr = fast_gather_rows(a.data, key)
             if arr is None:
                 arr = as_array(a.data[key])
-    except IndexError as e:
-        raise IndexError(f"index {index!r} is out of range for a tensor of shape "
-                         f"{a.data.shape}: {e}") from None
+    except (IndexError, OverflowError) as e:
+        raise index_error(index, key, a, e) from None
     cdef Tensor out = wrap_like_view(arr, a) if basic else wrap(arr)
     cdef IndexBackward node
     if fw_active():                      # linear: the same index on the tangent

@@ -332,6 +332,8 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if name is None:
         name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
+    if value._wrapped_number:
+        check_int_fits(other, descr(self.data), name)
     cdef bint recorded = check_inplace(self, value, name)
     check_writable(self, value, op, name)
     cdef Tensor old = None             # self before the write, if the value's gradient needs it
@@ -392,6 +394,8 @@ cdef class IndexPutBackward(Node):
 cdef void setitem(Tensor self, object index, object value) except *:
     """self[index] = value."""
     cdef Tensor v = operand(value, "setitem")
+    if v._wrapped_number:
+        check_int_fits(value, descr(self.data), "setitem")
     cdef bint recorded = check_inplace(self, v, "setitem")
     cdef object readonly = readonly_error("setitem", self)
     if readonly is not None:
@@ -403,9 +407,8 @@ cdef void setitem(Tensor self, object index, object value) except *:
     try:
         target_shape = self.data[key].shape
         np.broadcast_to(v.data, target_shape)          # raise before writing
-    except IndexError as e:
-        raise IndexError(f"index {index!r} is out of range for a tensor of shape "
-                         f"{self.data.shape}: {e}") from None
+    except (IndexError, OverflowError) as e:
+        raise index_error(index, key, self, e) from None
     except ValueError as e:
         raise write_error("setitem", self, v, e) from None
     if fw_active():

@@ -64,7 +64,7 @@ def cat(tensors, dim=0):
     cdef int nd = ndim_of((<Tensor>ts[0]).data)
     if nd == 0:
         raise RuntimeError("cat: zero-dimensional tensors cannot be concatenated; use stack")
-    cdef Py_ssize_t d = normalize_dim(dim, nd)
+    cdef Py_ssize_t d = normalize_dim(dim, nd, "cat")
     cdef cnp.dtype dt = joined_dtype(ts)
     try:
         arr = np.concatenate([(<Tensor>t).data for t in ts], axis=d, dtype=dt, casting="unsafe")
@@ -92,7 +92,7 @@ def cat(tensors, dim=0):
 def stack(tensors, dim=0):
     """The tensors (all of one shape) joined along a new dim."""
     cdef list ts = join_operands(tensors, "stack")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of((<Tensor>ts[0]).data) + 1)
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of((<Tensor>ts[0]).data) + 1, "stack")
     cdef cnp.dtype dt = joined_dtype(ts)
     try:
         arr = np.stack([(<Tensor>t).data for t in ts], axis=d, dtype=dt, casting="unsafe")

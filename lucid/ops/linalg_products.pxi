@@ -148,8 +148,8 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False):
     with ord given; ord None = 'fro'), like torch.linalg.norm."""
     cdef Tensor a = linalg_float_operand(A, "linalg.norm", "A")
     cdef Py_ssize_t nd = ndim_of(a.data)
-    if isinstance(dim, int):
-        dim = (dim,)
+    if dim is not None:
+        dim = (dim,) if is_integer(dim) else seq_arg(dim, "linalg.norm", "dim")
     if dim is None and ord is not None and nd not in (1, 2):
         raise RuntimeError(f"linalg.norm: with ord={ord!r} and dim=None, A must be 1-D or 2-D, "
                            f"got shape {a.data.shape}; pass dim")
@@ -158,13 +158,13 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False):
         if isinstance(ord, str):
             raise RuntimeError(f"linalg.norm: ord={ord!r} is a matrix norm; pass a 2-D A or a "
                                "pair of dims")
-        return vector_norm(a, ord, reduction_dims(dim, nd), keepdim)
-    cdef tuple dims = reduction_dims(dim if dim is not None else (0, 1), nd)
+        return vector_norm(a, ord, reduction_dims(dim, nd, "linalg.norm"), keepdim)
+    cdef tuple dims = reduction_dims(dim if dim is not None else (0, 1), nd, "linalg.norm")
     if len(dims) != 2:
         raise RuntimeError(f"linalg.norm: dim {dim} must name two different dims")
     cdef tuple pair = (0, 1)
     if dim is not None:
-        pair = (normalize_dim(dim[0], nd), normalize_dim(dim[1], nd))
+        pair = (normalize_dim(dim[0], nd, "linalg.norm"), normalize_dim(dim[1], nd, "linalg.norm"))
     if ord is None or ord == "fro":
         return vector_norm2(a, dims, keepdim)
     cdef list order = [d for d in range(nd) if d not in pair] + list(pair)

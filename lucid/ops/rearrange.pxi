@@ -25,38 +25,40 @@ cdef inline tuple key_in_dim(Py_ssize_t dim, object part):
     return (slice(None),) * dim + (part,)
 
 
-def narrow(Tensor input, dim, start, length):
+def narrow(input, dim, start, length):
     """input[..., start:start+length, ...] along dim (a view; start may be negative)."""
-    refuse_zero_dim_view(input, "narrow")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(input.data))
-    cdef Py_ssize_t size = input.data.shape[d]
-    cdef Py_ssize_t s = start.__index__(), n = length.__index__()
+    cdef Tensor t = tensor_arg(input, "narrow", "input")
+    refuse_zero_dim_view(t, "narrow")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data), "narrow")
+    cdef Py_ssize_t size = t.data.shape[d]
+    cdef Py_ssize_t s = int_arg(start, "narrow", "start"), n = int_arg(length, "narrow", "length")
     if s < -size or s > size:
         raise IndexError(f"narrow: start {s} is out of range for dim {d} of size {size} "
-                         f"(shape {input.data.shape})")
+                         f"(shape {t.data.shape})")
     if s < 0:
         s += size
     if n < 0 or s + n > size:
         raise RuntimeError(f"narrow: start {s} + length {n} exceeds dim {d} of size {size} "
-                           f"(shape {input.data.shape})")
-    return take_at(input, key_in_dim(d, slice(s, s + n)), NarrowBackward, True)
+                           f"(shape {t.data.shape})")
+    return take_at(t, key_in_dim(d, slice(s, s + n)), NarrowBackward, True)
 
 
-def split(Tensor tensor, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections, dim=0):
     """tensor cut along dim into pieces of split_size (the last may be smaller), or of the given
     section sizes; a tuple of views."""
-    refuse_zero_dim_view(tensor, "split")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(tensor.data))
-    cdef Py_ssize_t size = tensor.data.shape[d], step, start = 0
+    cdef Tensor t = tensor_arg(tensor, "split", "tensor")
+    refuse_zero_dim_view(t, "split")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data), "split")
+    cdef Py_ssize_t size = t.data.shape[d], step, start = 0
     cdef list sizes
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [int(s.__index__()) for s in split_size_or_sections]
+        sizes = list(int_tuple(split_size_or_sections, "split", "split_size_or_sections"))
         if sum_ints(sizes) != size:
             raise RuntimeError(f"split: section sizes {tuple(sizes)} must be non-negative and "
                                f"add up to {size}, the size of dim {d} (shape "
-                               f"{tensor.data.shape})")
+                               f"{t.data.shape})")
     else:
-        step = split_size_or_sections.__index__()
+        step = int_arg(split_size_or_sections, "split", "split_size_or_sections")
         if step < 0 or (step == 0 and size > 0):
             raise RuntimeError(f"split: split_size must be positive, got {step} (dim {d} has "
                                f"size {size})")
@@ -64,7 +66,7 @@ def split(Tensor tensor, split_size_or_sections, dim=0):
             if size > 0 else [0]
     cdef list pieces = []
     for n in sizes:
-        pieces.append(take_at(tensor, key_in_dim(d, slice(start, start + n)), SplitBackward, True))
+        pieces.append(take_at(t, key_in_dim(d, slice(start, start + n)), SplitBackward, True))
         start += n
     return tuple(pieces)
 
@@ -79,25 +81,27 @@ cdef Py_ssize_t sum_ints(list xs):
     return total
 
 
-def chunk(Tensor input, chunks, dim=0):
+def chunk(input, chunks, dim=0):
     """input cut along dim into at most chunks pieces of ceil(size/chunks); a tuple of views."""
-    cdef Py_ssize_t c = chunks.__index__()
+    cdef Tensor t = tensor_arg(input, "chunk", "input")
+    cdef Py_ssize_t c = int_arg(chunks, "chunk", "chunks")
     if c <= 0:
         raise RuntimeError(f"chunk: chunks must be positive, got {c}")
-    refuse_zero_dim_view(input, "chunk")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(input.data))
-    cdef Py_ssize_t size = input.data.shape[d]
+    refuse_zero_dim_view(t, "chunk")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data), "chunk")
+    cdef Py_ssize_t size = t.data.shape[d]
     if size == 0:
-        return split(input, [0] * c, d)
-    return split(input, (size + c - 1) // c, d)
+        return split(t, [0] * c, d)
+    return split(t, (size + c - 1) // c, d)
 
 
-def unbind(Tensor input, dim=0):
+def unbind(input, dim=0):
     """The slices of input along dim, as a tuple of views (dim removed)."""
-    refuse_zero_dim_view(input, "unbind")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(input.data)), i
-    return tuple([take_at(input, key_in_dim(d, i), UnbindBackward, True)
-                  for i in range(input.data.shape[d])])
+    cdef Tensor t = tensor_arg(input, "unbind", "input")
+    refuse_zero_dim_view(t, "unbind")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data), "unbind"), i
+    return tuple([take_at(t, key_in_dim(d, i), UnbindBackward, True)
+                  for i in range(t.data.shape[d])])
 
 
 # -- diagonal and its reverse, diagonal_embed -----------------------------------------------------
@@ -114,7 +118,7 @@ cdef tuple diagonal_dims(Tensor a, object dim1, object dim2, str op):
     cdef int nd = ndim_of(a.data)
     if nd < 2:
         raise RuntimeError(f"{op}: needs at least 2 dims, got shape {a.data.shape}")
-    cdef Py_ssize_t d1 = normalize_dim(dim1, nd), d2 = normalize_dim(dim2, nd)
+    cdef Py_ssize_t d1 = normalize_dim(dim1, nd, op), d2 = normalize_dim(dim2, nd, op)
     if d1 == d2:
         raise RuntimeError(f"{op}: dim1 and dim2 must differ, both are {d1}")
     return (d1, d2)
@@ -131,18 +135,19 @@ cdef class DiagonalBackward(Node):
         return (diagonal_embed(grads[0], self.in_shape, self.offset, self.dim1, self.dim2),)
 
 
-cpdef Tensor diagonal(Tensor input, object offset=0, object dim1=0, object dim2=1):
+cpdef Tensor diagonal(input, object offset=0, object dim1=0, object dim2=1):
     """The diagonal of input in dims dim1, dim2 (offset > 0: above), as a view in the last dim."""
-    cdef tuple dims = diagonal_dims(input, dim1, dim2, "diagonal")
-    cdef Py_ssize_t k = offset.__index__()
-    cdef Tensor out = wrap_like_view(writable_diagonal(input.data, k, dims[0], dims[1]), input)
+    cdef Tensor t = tensor_arg(input, "diagonal", "input")
+    cdef tuple dims = diagonal_dims(t, dim1, dim2, "diagonal")
+    cdef Py_ssize_t k = int_arg(offset, "diagonal", "offset")
+    cdef Tensor out = wrap_like_view(writable_diagonal(t.data, k, dims[0], dims[1]), t)
     if fw_active():
-        set_tangent(out, linear_jvp(input, diagonal, (k, dims[0], dims[1])))
+        set_tangent(out, linear_jvp(t, diagonal, (k, dims[0], dims[1])))
     cdef DiagonalBackward node
-    if grad_enabled() and input.requires_grad_c():
+    if grad_enabled() and t.requires_grad_c():
         node = DiagonalBackward.__new__(DiagonalBackward)
-        record(node, input, None)
-        node.in_shape = input.data.shape
+        record(node, t, None)
+        node.in_shape = t.data.shape
         node.offset = k
         node.dim1 = dims[0]
         node.dim2 = dims[1]
@@ -184,16 +189,17 @@ cdef Tensor diagonal_of(Tensor a, Py_ssize_t k):
     return diagonal(a, k, 0, 1)
 
 
-def diag(Tensor input, diagonal=0):
+def diag(input, diagonal=0):
     """1-d input: a square matrix with input on diagonal `diagonal`; 2-d: that diagonal, copied."""
-    cdef int nd = ndim_of(input.data)
-    cdef Py_ssize_t k = diagonal.__index__(), n
+    cdef Tensor t = tensor_arg(input, "diag", "input")
+    cdef int nd = ndim_of(t.data)
+    cdef Py_ssize_t k = int_arg(diagonal, "diag", "diagonal"), n
     if nd == 1:
-        n = input.data.shape[0] + (k if k >= 0 else -k)
-        return diagonal_embed(input, (n, n), k, 0, 1)
+        n = t.data.shape[0] + (k if k >= 0 else -k)
+        return diagonal_embed(t, (n, n), k, 0, 1)
     if nd == 2:
-        return clone(diagonal_of(input, k))
-    raise RuntimeError(f"diag: input must be 1-d or 2-d, got shape {input.data.shape}")
+        return clone(diagonal_of(t, k))
+    raise RuntimeError(f"diag: input must be 1-d or 2-d, got shape {t.data.shape}")
 
 
 cdef class TraceBackward(Node):
@@ -206,18 +212,19 @@ cdef class TraceBackward(Node):
         return (diagonal_embed(expand(grads[0], (k,)), self.in_shape, 0, 0, 1),)
 
 
-cpdef Tensor trace(Tensor input):
+cpdef Tensor trace(input):
     """The sum of the main diagonal of a 2-d input."""
-    if ndim_of(input.data) != 2:
-        raise RuntimeError(f"trace: input must be 2-d, got shape {input.data.shape}")
-    cdef Tensor out = wrap(as_array(np.trace(input.data)))
+    cdef Tensor t = tensor_arg(input, "trace", "input")
+    if ndim_of(t.data) != 2:
+        raise RuntimeError(f"trace: input must be 2-d, got shape {t.data.shape}")
+    cdef Tensor out = wrap(as_array(np.trace(t.data)))
     if fw_active():
-        set_tangent(out, linear_jvp(input, trace, ()))
+        set_tangent(out, linear_jvp(t, trace, ()))
     cdef TraceBackward node
-    if grad_enabled() and input.requires_grad_c():
+    if grad_enabled() and t.requires_grad_c():
         node = TraceBackward.__new__(TraceBackward)
-        record(node, input, None)
-        node.in_shape = input.data.shape
+        record(node, t, None)
+        node.in_shape = t.data.shape
         attach_output(out, node, 0)
     return out
 
@@ -227,7 +234,7 @@ cpdef Tensor trace(Tensor input):
 cdef tuple distinct_dims(object dims, int nd, str op):
     """dims (an int or a sequence) as a tuple of distinct non-negative dims."""
     cdef tuple ds = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    cdef tuple out = tuple([normalize_dim(x, nd) for x in ds])
+    cdef tuple out = tuple([normalize_dim(x, nd, op) for x in ds])
     if len(set(out)) != len(out):
         raise RuntimeError(f"{op}: dims {ds} name a dim more than once")
     return out
@@ -241,18 +248,19 @@ cdef class FlipBackward(Node):
         return (flip(grads[0], self.dims),)
 
 
-cpdef Tensor flip(Tensor input, object dims):
+cpdef Tensor flip(input, object dims):
     """input reversed along each of dims (a copy)."""
-    cdef int nd = ndim_of(input.data)
+    cdef Tensor t = tensor_arg(input, "flip", "input")
+    cdef int nd = ndim_of(t.data)
     cdef tuple ds = distinct_dims(dims, nd, "flip")
-    cdef Tensor out = wrap(np.flip(input.data, ds).copy() if nd > 0 else
-                           np.array(input.data, copy=True))
+    cdef Tensor out = wrap(np.flip(t.data, ds).copy() if nd > 0 else
+                           np.array(t.data, copy=True))
     if fw_active():
-        set_tangent(out, linear_jvp(input, flip, (ds,)))
+        set_tangent(out, linear_jvp(t, flip, (ds,)))
     cdef FlipBackward node
-    if grad_enabled() and input.requires_grad_c():
+    if grad_enabled() and t.requires_grad_c():
         node = FlipBackward.__new__(FlipBackward)
-        record(node, input, None)
+        record(node, t, None)
         node.dims = ds
         attach_output(out, node, 0)
     return out
@@ -267,30 +275,31 @@ cdef class RollBackward(Node):
         return (roll(grads[0], tuple([-s for s in self.shifts]), self.dims),)
 
 
-cpdef Tensor roll(Tensor input, object shifts, object dims=None):
+cpdef Tensor roll(input, object shifts, object dims=None):
     """input's entries shifted cyclically by shifts along dims (dims None: over the flattened
     tensor, shape kept); a copy."""
-    cdef int nd = ndim_of(input.data)
-    cdef tuple sh = tuple([int(s.__index__()) for s in
-                           (shifts if isinstance(shifts, (tuple, list)) else (shifts,))])
+    cdef Tensor t = tensor_arg(input, "roll", "input")
+    cdef int nd = ndim_of(t.data)
+    cdef tuple sh = int_tuple(shifts if isinstance(shifts, (tuple, list)) else (shifts,), "roll",
+                              "shifts")
     cdef object ds = None
     if dims is None:
         if len(sh) != 1:
             raise RuntimeError(f"roll: without dims, shifts must be one int, got {sh}")
-        arr = np.roll(input.data, sh[0])
+        arr = np.roll(t.data, sh[0])
     else:
-        ds = tuple([normalize_dim(x, nd) for x in
+        ds = tuple([normalize_dim(x, nd, "roll") for x in
                     (dims if isinstance(dims, (tuple, list)) else (dims,))])
         if len(ds) != len(sh):
             raise RuntimeError(f"roll: shifts {sh} and dims {ds} must have the same length")
-        arr = np.roll(input.data, sh, ds) if nd > 0 else np.array(input.data, copy=True)
+        arr = np.roll(t.data, sh, ds) if nd > 0 else np.array(t.data, copy=True)
     cdef Tensor out = wrap(as_array(arr))
     if fw_active():
-        set_tangent(out, linear_jvp(input, roll, (sh, ds)))
+        set_tangent(out, linear_jvp(t, roll, (sh, ds)))
     cdef RollBackward node
-    if grad_enabled() and input.requires_grad_c():
+    if grad_enabled() and t.requires_grad_c():
         node = RollBackward.__new__(RollBackward)
-        record(node, input, None)
+        record(node, t, None)
         node.shifts = sh
         node.dims = ds
         attach_output(out, node, 0)
@@ -342,11 +351,12 @@ cpdef Tensor repeat(Tensor input, tuple sizes):
     return out
 
 
-def tile(Tensor input, dims):
+def tile(input, dims):
     """input repeated dims[i] times along each dim (missing leading dims count as 1); a copy."""
+    cdef Tensor t = tensor_arg(input, "tile", "input")
     cdef tuple reps = as_shape(dims, "tile")
-    cdef int nd = ndim_of(input.data)
-    return repeat(input, (1,) * (nd - len(reps)) + reps if len(reps) < nd else reps)
+    cdef int nd = ndim_of(t.data)
+    return repeat(t, (1,) * (nd - len(reps)) + reps if len(reps) < nd else reps)
 
 
 # -- tril, triu -----------------------------------------------------------------------------------
@@ -386,21 +396,24 @@ cdef Tensor triangle(Tensor a, Py_ssize_t k, bint upper):
     return out
 
 
-def tril(Tensor input, diagonal=0):
+def tril(input, diagonal=0):
     """input's lower triangle (on and below diagonal `diagonal` of the last two dims); a copy."""
-    return triangle(input, diagonal.__index__(), False)
+    cdef Tensor t = tensor_arg(input, "tril", "input")
+    return triangle(t, int_arg(diagonal, "tril", "diagonal"), False)
 
 
-def triu(Tensor input, diagonal=0):
+def triu(input, diagonal=0):
     """input's upper triangle (on and above diagonal `diagonal` of the last two dims); a copy."""
-    return triangle(input, diagonal.__index__(), True)
+    cdef Tensor t = tensor_arg(input, "triu", "input")
+    return triangle(t, int_arg(diagonal, "triu", "diagonal"), True)
 
 
 # -- movedim, mT, expand_as, contiguous: the existing views and clone under PyTorch's names --------
 
-def movedim(Tensor input, source, destination):
+def movedim(input, source, destination):
     """input with dims source moved to positions destination, the rest in order (a view)."""
-    cdef int nd = ndim_of(input.data)
+    cdef Tensor x = tensor_arg(input, "movedim", "input")
+    cdef int nd = ndim_of(x.data)
     cdef tuple src = distinct_dims(source, nd, "movedim")
     cdef tuple dst = distinct_dims(destination, nd, "movedim")
     if len(src) != len(dst):
@@ -409,7 +422,7 @@ def movedim(Tensor input, source, destination):
     cdef list order = [d for d in range(nd) if d not in src]
     for s, t in sorted(zip(dst, src)):
         order.insert(s, t)
-    return permute(input, tuple(order) if nd > 0 else ())
+    return permute(x, tuple(order) if nd > 0 else ())
 
 
 cdef Tensor matrix_transpose(Tensor a):
@@ -422,9 +435,7 @@ cdef Tensor matrix_transpose(Tensor a):
 
 cdef Tensor expand_as(Tensor a, object other):
     """a expanded to other's shape (a view)."""
-    if not isinstance(other, Tensor):
-        raise TypeError(f"expand_as: other must be a Tensor, not {type(other).__name__}")
-    return expand(a, (<Tensor>other).data.shape)
+    return expand(a, tensor_arg(other, "expand_as", "other").data.shape)
 
 
 cdef Tensor contiguous(Tensor a):

@@ -3,16 +3,16 @@
 cdef tuple ALL_DIMS = tuple([tuple(range(n)) for n in range(33)])   # (0, ..., n-1) per n <= 32
 
 
-cdef tuple reduction_dims(object dim, Py_ssize_t ndim):
+cdef tuple reduction_dims(object dim, Py_ssize_t ndim, str op):
     """dim (None, int or sequence of ints) as a sorted tuple of distinct non-negative dims."""
     if dim is None:
         return <tuple>ALL_DIMS[ndim] if ndim <= 32 else tuple(range(ndim))
     if isinstance(dim, (tuple, list)):
-        dims = sorted({normalize_dim(d, ndim) for d in dim})
+        dims = sorted({normalize_dim(d, ndim, op) for d in dim})
         if len(dims) != len(dim):
-            raise RuntimeError(f"dim {tuple(dim)} names a dimension more than once")
+            raise RuntimeError(f"{op}: dim {tuple(dim)} names a dimension more than once")
         return tuple(dims) if ndim > 0 else ()
-    d = normalize_dim(dim, ndim)
+    d = normalize_dim(dim, ndim, op)
     return (d,) if ndim > 0 else ()
 
 
@@ -62,7 +62,7 @@ cdef tuple reduced_shape(tuple shape, tuple dims, bint keepdim):
 
 
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "mean" if is_mean else "sum")
     cdef cnp.dtype dt = descr(a.data)
     cdef object out_dtype = None if is_float_dtype(dt) else int64   # integers and bools sum to int64
     cdef object arr
@@ -161,7 +161,7 @@ cdef Tensor extreme_jvp(Tensor t, object weight, tuple dims, bint keepdim):
 
 cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     cdef str name = "amax" if is_max else "amin"
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), name)
     if dim is None and a.data.size == 0:
         raise RuntimeError(f"{name}: the tensor of shape {a.data.shape} has no elements; "
                            "pass dim= to reduce over a dim of non-zero size")
@@ -226,8 +226,9 @@ cdef object max_or_min(object input, object dim, bint keepdim, bint is_max):
     if dim is None:
         return extreme_op(a, None, False, is_max)
     if isinstance(dim, (tuple, list)):
-        raise TypeError("max/min take one int dim; use amax/amin for several dims")
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(a.data))
+        raise TypeError(f"{'max' if is_max else 'min'}: dim must be one int; use "
+                        f"{'amax' if is_max else 'amin'} for several dims")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(a.data), "max" if is_max else "min")
     values = extreme_op(a, d, keepdim, is_max)
     if ndim_of(a.data) == 0:
         idx = np.zeros((), dtype=np.int64)

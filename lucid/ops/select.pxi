@@ -135,6 +135,7 @@ cdef Tensor extremum(object x, object y, bint is_max):
     cdef str name = "maximum" if is_max else "minimum"
     cdef Tensor a = operand(x, name), b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
+    check_operands_fit(x, y, a, b, dt, name)
     cdef Tensor out = wrap(binary_kernel(np.maximum if is_max else np.minimum, a, b, dt, name))
     if not (fw_active() or (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()))):
         return out
@@ -164,6 +165,7 @@ cpdef Tensor where(object condition, object x, object y):
         raise TypeError(f"where: condition must be a bool tensor, got {dtype_name(c.data.dtype)}")
     cdef Tensor a = operand(x, "where"), b = operand(y, "where")
     cdef cnp.dtype dt = result_dtype(a, b)
+    check_operands_fit(x, y, a, b, dt, "where")
     cdef object arr
     try:
         arr = as_array(np.where(c.data, a.data, b.data)).astype(dt, copy=False)

@@ -4,10 +4,17 @@
 # of a view is the same view of the tangent (Note [Tangent memory]).
 
 cdef tuple as_shape(object shape, str op):
-    try:
-        return tuple(int(s.__index__()) for s in shape)
-    except (AttributeError, TypeError):
-        raise TypeError(f"{op}: a shape is a sequence of ints, got {shape!r}") from None
+    """shape as a tuple of ints (TypeError/ValueError naming op otherwise, see int_tuple)."""
+    return int_tuple(shape, op, "shape")
+
+
+cdef void check_new_shape(tuple s, str op) except *:
+    """RuntimeError for a size below -1 (-1 alone means "the rest"), in PyTorch's words."""
+    cdef Py_ssize_t i
+    for i in range(len(s)):
+        if <Py_ssize_t>s[i] < -1:
+            raise RuntimeError(f"{op}: invalid shape dimension {s[i]} at index {i} of shape "
+                               f"{list(s)}")
 
 
 cdef class ReshapeBackward(Node):
@@ -20,6 +27,7 @@ cdef class ReshapeBackward(Node):
 
 cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
     cdef tuple s = as_shape(shape, op)
+    check_new_shape(s, op)
     cdef object arr
     try:
         arr = a.data.reshape(s)
@@ -53,9 +61,15 @@ cpdef Tensor reshape(Tensor a, object shape):
     return reshape_impl(a, shape, False, "reshape")
 
 
-cpdef Tensor view(Tensor a, object shape):
+def checked_reshape(a, shape):
+    """a with a new shape (a view when the layout allows, else a copy)."""
+    return reshape_impl(tensor_arg(a, "reshape", "a"), shape, False, "reshape")
+
+
+cpdef Tensor view(a, object shape):
     """a with a new shape, sharing its memory (RuntimeError when the layout does not allow)."""
-    return reshape_impl(a, shape, True, "view")
+    cdef Tensor t = tensor_arg(a, "view", "a")
+    return reshape_impl(t, shape, True, "view")
 
 
 cdef class TransposeBackward(Node):
@@ -67,17 +81,19 @@ cdef class TransposeBackward(Node):
         return (transpose(grads[0], self.dim0, self.dim1),)
 
 
-cpdef Tensor transpose(Tensor a, object dim0, object dim1):
+cpdef Tensor transpose(a, object dim0, object dim1):
     """a with dims dim0 and dim1 swapped (a view)."""
-    cdef int nd = ndim_of(a.data)
-    cdef Py_ssize_t d0 = normalize_dim(dim0, nd), d1 = normalize_dim(dim1, nd)
-    cdef Tensor out = wrap_like_view(np.swapaxes(a.data, d0, d1) if nd > 0 else a.data.view(), a)
+    cdef Tensor t = tensor_arg(a, "transpose", "a")
+    cdef int nd = ndim_of(t.data)
+    cdef Py_ssize_t d0 = normalize_dim(dim0, nd, "transpose")
+    cdef Py_ssize_t d1 = normalize_dim(dim1, nd, "transpose")
+    cdef Tensor out = wrap_like_view(np.swapaxes(t.data, d0, d1) if nd > 0 else t.data.view(), t)
     cdef TransposeBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(a, transpose, (d0, d1)))
-    if grad_enabled() and a.requires_grad_c():
+        set_tangent(out, linear_jvp(t, transpose, (d0, d1)))
+    if grad_enabled() and t.requires_grad_c():
         node = TransposeBackward.__new__(TransposeBackward)
-        record(node, a, None)
+        record(node, t, None)
         node.dim0 = d0
         node.dim1 = d1
         attach_output(out, node, 0)
@@ -121,6 +137,11 @@ cpdef Tensor expand(Tensor a, object shape):
         node.in_shape = in_shape
         attach_output(out, node, 0)
     return out
+
+
+def checked_expand(a, shape):
+    """a broadcast to shape (-1 keeps a dim), as a view (read-only when it broadcasts)."""
+    return expand(tensor_arg(a, "expand", "a"), shape)
 
 
 cdef Tensor expand_to(Tensor a, tuple shape):
@@ -176,24 +197,25 @@ cdef class PermuteBackward(Node):
         return (permute(grads[0], self.inverse),)
 
 
-cpdef Tensor permute(Tensor a, object dims):
+cpdef Tensor permute(a, object dims):
     """a with its dims reordered (a view)."""
-    cdef int nd = ndim_of(a.data)
-    cdef tuple order = tuple(dims)
+    cdef Tensor t = tensor_arg(a, "permute", "a")
+    cdef int nd = ndim_of(t.data)
+    cdef tuple order = seq_arg(dims, "permute", "dims")
     if nd > 0:
-        order = tuple([normalize_dim(d, nd) for d in order])
+        order = tuple([normalize_dim(d, nd, "permute") for d in order])
     if nd > 0 and sorted(order) != list(range(nd)):
         raise RuntimeError(f"permute: {tuple(dims)} is not a permutation of the {nd} dims of a "
-                           f"tensor of shape {a.data.shape}")
+                           f"tensor of shape {t.data.shape}")
     if nd == 0 and order not in ((), (0,), (-1,)):
         raise RuntimeError(f"permute: {tuple(dims)} is not a permutation of a 0-d tensor's dims")
-    cdef Tensor out = wrap_like_view(np.transpose(a.data, order) if nd > 0 else a.data.view(), a)
+    cdef Tensor out = wrap_like_view(np.transpose(t.data, order) if nd > 0 else t.data.view(), t)
     cdef PermuteBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(a, permute, (order,)))
-    if grad_enabled() and a.requires_grad_c():
+        set_tangent(out, linear_jvp(t, permute, (order,)))
+    if grad_enabled() and t.requires_grad_c():
         node = PermuteBackward.__new__(PermuteBackward)
-        record(node, a, None)
+        record(node, t, None)
         node.inverse = tuple(np.argsort(order).tolist()) if nd > 0 else ()
         attach_output(out, node, 0)
     return out
@@ -213,34 +235,38 @@ cdef Tensor view_as_shape(Tensor a, object arr):
     return out
 
 
-def squeeze(Tensor input, dim=None):
+def squeeze(input, dim=None):
     """input without its size-1 dims (only dim, when given); a view."""
-    cdef int nd = ndim_of(input.data)
+    cdef Tensor t = tensor_arg(input, "squeeze", "input")
+    cdef int nd = ndim_of(t.data)
     if dim is None:
-        axes = tuple(i for i, s in enumerate(input.data.shape) if s == 1)
+        axes = tuple(i for i, s in enumerate(t.data.shape) if s == 1)
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        axes = tuple(d for d in (normalize_dim(x, nd) for x in dims)
-                     if nd > 0 and input.data.shape[d] == 1)
-    return view_as_shape(input, np.squeeze(input.data, axis=axes) if axes else input.data.view())
+        axes = tuple(d for d in (normalize_dim(x, nd, "squeeze") for x in dims)
+                     if nd > 0 and t.data.shape[d] == 1)
+    return view_as_shape(t, np.squeeze(t.data, axis=axes) if axes else t.data.view())
 
 
-def unsqueeze(Tensor input, dim):
+def unsqueeze(input, dim):
     """input with a new size-1 dim at position dim; a view."""
-    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(input.data) + 1)
-    return view_as_shape(input, np.expand_dims(input.data, d))
+    cdef Tensor t = tensor_arg(input, "unsqueeze", "input")
+    cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data) + 1, "unsqueeze")
+    return view_as_shape(t, np.expand_dims(t.data, d))
 
 
-def flatten(Tensor input, start_dim=0, end_dim=-1):
+def flatten(input, start_dim=0, end_dim=-1):
     """input with dims start_dim..end_dim merged into one (a view when the layout allows)."""
-    cdef int nd = ndim_of(input.data)
+    cdef Tensor t = tensor_arg(input, "flatten", "input")
+    cdef int nd = ndim_of(t.data)
     if nd == 0:
-        return reshape(input, (1,))
-    cdef Py_ssize_t s = normalize_dim(start_dim, nd), e = normalize_dim(end_dim, nd)
+        return reshape(t, (1,))
+    cdef Py_ssize_t s = normalize_dim(start_dim, nd, "flatten")
+    cdef Py_ssize_t e = normalize_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    shape = input.data.shape
+    shape = t.data.shape
     cdef Py_ssize_t merged = 1
     for size in shape[s:e + 1]:
         merged *= size                   # never -1: it is ambiguous when a size is 0
-    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])
+    return reshape(t, shape[:s] + (merged,) + shape[e + 1:])

@@ -48,7 +48,7 @@ cdef Tensor softmax_family(object input, object dim, object dtype, bint is_log):
     cdef Tensor a = float_operand(input, dtype, name)
     if dim is None or isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}: dim must be one int, got {dim!r}")
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), name)
     cdef object shifted = a.data - stable_shift(a.data, dims)
     cdef object arr
     with np.errstate(divide="ignore", invalid="ignore"):

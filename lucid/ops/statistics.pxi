@@ -95,7 +95,7 @@ cdef Tensor float_operand(object input, object dtype, str name):
     """input as a floating point tensor (cast to dtype when given); RuntimeError otherwise."""
     cdef Tensor a = operand(input, name)
     if dtype is not None:
-        a = cast(a, as_supported_dtype(dtype))
+        a = cast(a, as_supported_dtype(dtype, name))
     if not is_float_dtype(descr(a.data)):
         raise RuntimeError(f"{name}: input dtype {dtype_name(a.data.dtype)} is not floating "
                            "point; convert with .float() first (or pass dtype=)")
@@ -150,11 +150,12 @@ cdef Tensor exclusive_cumprod(Tensor t):
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product of input over dim (all dims when None; integers and bools in int64)."""
     cdef Tensor a = accumulating_operand(input, dtype, "prod")
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
-    cdef Tensor out = wrap(as_array(np.prod(a.data, axis=dims, keepdims=keepdim)))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "prod")
+    cdef bint keep = keepdim
+    cdef Tensor out = wrap(as_array(np.prod(a.data, axis=dims, keepdims=keep)))
     if not is_float_dtype(descr(a.data)):
         return out
-    return record_spread(out, a, ProdBackward, prod_rule, dims, keepdim, None, True)
+    return record_spread(out, a, ProdBackward, prod_rule, dims, keep, None, True)
 
 
 # -- var and std ------------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ cdef Tensor var_or_std(object input, object dim, object unbiased, bint keepdim,
             raise TypeError(f"{name}: dim must be an int or a tuple of ints, not bool")
         unbiased, dim = dim, None
     cdef double c = resolved_correction(unbiased, correction, name)
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), name)
     cdef double dof = reduced_count(a.data.shape, dims) - c
     cdef object arr
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -294,7 +295,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     where it is 0."""
     cdef double q = norm_order(p)
     cdef Tensor a = float_operand(input, dtype, "norm")
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "norm")
     if q == np.inf or q == -np.inf:
         for d in dims:
             if a.data.shape[d] == 0:
@@ -330,7 +331,7 @@ def logsumexp(input, dim, keepdim=False):
     cdef Tensor a = operand(input, "logsumexp")
     if not is_float_dtype(descr(a.data)):
         a = cast(a, float32)
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "logsumexp")
     cdef object shift = stable_shift(a.data, dims)
     with np.errstate(divide="ignore"):
         arr = np.log(np.sum(np.exp(a.data - shift), axis=dims, keepdims=True)) + shift
@@ -358,7 +359,7 @@ cdef Tensor arg_extreme(object input, object dim, bint keepdim, bint is_max):
         if keepdim:
             arr = arr.reshape((1,) * nd)
         return wrap(arr)
-    d = normalize_dim(dim, nd)
+    d = normalize_dim(dim, nd, name)
     if nd == 0:
         return wrap(np.zeros((), dtype=int64))
     if a.data.shape[d] == 0:
@@ -381,7 +382,7 @@ def argmin(input, dim=None, keepdim=False):
 
 cdef Tensor truth_reduction(object input, object dim, bint keepdim, bint is_all):
     cdef Tensor a = operand(input, "all" if is_all else "any")
-    cdef tuple dims = reduction_dims(dim, ndim_of(a.data))
+    cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "all" if is_all else "any")
     return wrap(as_array((np.all if is_all else np.any)(a.data, axis=dims, keepdims=keepdim)))
 
 

@@ -242,6 +242,7 @@ def clamp(input, min=None, max=None):
     for bound in (min, max):
         if bound is not None and not isinstance(bound, (int, float)):
             raise TypeError(f"clamp: bounds must be numbers, got {type(bound).__name__}")
+        check_int_fits(bound, descr(a.data), "clamp")
     cdef Tensor out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
     cdef Tensor ta = tangent_of(a) if fw_active() else None
     cdef long level
@@ -395,11 +396,12 @@ cdef class CloneBackward(Node):
         return (grads[0],)
 
 
-cpdef Tensor clone(Tensor a):
+cpdef Tensor clone(a):
     """A copy of a with its own memory."""
-    cdef Tensor out = wrap(np.array(a.data, copy=True))
+    cdef Tensor t = tensor_arg(a, "clone", "a")
+    cdef Tensor out = wrap(np.array(t.data, copy=True))
     if fw_active():
-        set_tangent(out, linear_jvp(a, clone, ()))
-    if grad_enabled() and a.requires_grad_c():
-        attach_output(out, record(CloneBackward.__new__(CloneBackward), a, None), 0)
+        set_tangent(out, linear_jvp(t, clone, ()))
+    if grad_enabled() and t.requires_grad_c():
+        attach_output(out, record(CloneBackward.__new__(CloneBackward), t, None), 0)
     return out

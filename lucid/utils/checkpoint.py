@@ -277,7 +277,16 @@ def _check_outputs_meta(saved, outputs):
 def checkpoint_sequential(functions, segments, input, use_reentrant=False, **kwargs):
     """Run functions one after the other on input, checkpointing them in `segments` groups
     (the last group runs normally, as its activations are needed right away)."""
-    functions = list(functions.children() if hasattr(functions, "children") else functions)
+    if hasattr(functions, "children"):
+        functions = functions.children()
+    if not isinstance(functions, (list, tuple)) and not hasattr(functions, "__iter__"):
+        raise TypeError(f"checkpoint_sequential: functions must be a sequence of callables, not "
+                        f"{type(functions).__name__}")
+    functions = list(functions)
+    for i, f in enumerate(functions):
+        if not callable(f):
+            raise TypeError(f"checkpoint_sequential: functions[{i}] must be callable, not "
+                            f"{type(f).__name__}")
     if not functions:
         raise ValueError("checkpoint_sequential: no functions given")
     if not isinstance(segments, int) or segments < 1:
