@@ -1,6 +1,6 @@
 """Instruction-count guard for lucid's hot paths: W1, W4 and W6 counted under callgrind.
 
-    python benchmarks/instructions.py            # count, compare with the baseline; exit 1 if worse
+    python benchmarks/instructions.py            # count, compare with the baseline (1: worse)
     python benchmarks/instructions.py --update   # count, and rewrite the baseline
     python benchmarks/instructions.py --runs 2   # count twice: the run-to-run variation
 
@@ -11,12 +11,13 @@ switched on and off around that region by a tiny C helper built here against val
 ``callgrind.h`` and called through ctypes; callgrind runs with ``--instr-atstart=no
 --collect-atstart=no`` and writes one dump per region, whose ``summary:`` line is its count.  The
 helper's own cost (an empty region) is subtracted.  A workload's figure is the median over its
-repetitions.  The measuring process runs with PYTHONHASHSEED=0, one thread per library and the
-cyclic GC enabled, as in the benchmark; an uncounted ``gc.collect()`` before each repetition
-starts the collector's cycle alike in all of them (else W4's repetitions alternate by 7% with
-whether a collection falls on the live graph).  It first runs once outside valgrind, so that every
-run under it reads the same .pyc files (compiling them shifts the heap's layout, and the counts of
-small copies and reallocations with it).  Two runs of one build agree to the instruction.
+repetitions.  The measuring process runs with a minimal environment, PYTHONHASHSEED=0, one
+thread per library and the cyclic GC enabled, as in the benchmark; an uncounted ``gc.collect()``
+before each repetition starts the collector's cycle alike in all of them (else W4's repetitions
+alternate by 7% with whether a collection falls on the live graph).  It first runs once outside
+valgrind, so that every run under it reads the same .pyc files (compiling them shifts the heap's
+layout, and the counts of small copies and reallocations with it).  Two runs of one build agree to
+the instruction; another folder or other paths move them by up to about half a percent.
 
 The comparison is with ``instructions_baseline.json`` (next to this file): beyond +5% fails
 (exit 1), beyond -5% is reported as an improvement (suggesting ``--update``) and passes.  The
@@ -50,6 +51,10 @@ BASELINE = os.path.join(_HERE, "instructions_baseline.json")
 PINNED = ("python", "numpy", "Cython", "setuptools", "compiler", "valgrind", "machine")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+# The variables the measuring process inherits (any other one, PYTHON* and locales included,
+# is dropped: each one's strings shift the heap's layout, and with it some counts).
+KEPT = ("PATH", "HOME", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "VALGRIND_LIB",
+        "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 EMPTY = "empty"               # the label of the calibration regions
 TRIGGER = "desc: Trigger: Client Request: "
 
@@ -256,10 +261,9 @@ def build_helper(folder):
 
 
 def child_environment():
-    """The measuring process's environment: PYTHON* variables dropped (but PYTHONPATH),
-    PYTHONHASHSEED=0, one thread per library."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    """The measuring process's environment: only the KEPT variables of this one (the size of the
+    environment moves the counts), PYTHONHASHSEED=0, one thread per library."""
+    env = {k: os.environ[k] for k in KEPT if k in os.environ}
     env.update(PYTHONHASHSEED="0", **dict.fromkeys(THREAD_VARS, "1"))
     return env
 
