@@ -207,3 +207,17 @@ def test_another_environment_fails_loudly_even_with_equal_counts(fake_guard, cap
 def test_no_baseline_fails_and_names_update(fake_guard, capsys):
     assert ic.main(["--baseline", str(fake_guard["path"])]) == 1
     assert "no baseline at" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------
+# the committed files agree with each other
+# ------------------------------------------------------------------------------------------
+def test_committed_baseline_matches_the_constraints_file():
+    baseline = json.loads((ROOT / "benchmarks" / "instructions_baseline.json").read_text())
+    assert set(baseline["environment"]) >= set(ic.PINNED)
+    assert set(baseline["workloads"]) == {"W1", "W4", "W6"}
+    pins = dict(line.split("==") for line in
+                (ROOT / "benchmarks" / "constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    for dist in ("numpy", "Cython", "setuptools"):
+        assert baseline["environment"][dist] == pins[dist], dist
