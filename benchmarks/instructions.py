@@ -51,10 +51,9 @@ BASELINE = os.path.join(_HERE, "instructions_baseline.json")
 PINNED = ("python", "numpy", "Cython", "setuptools", "compiler", "valgrind", "machine")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
-# The variables the measuring process inherits (any other one, PYTHON* and locales included,
-# is dropped: each one's strings shift the heap's layout, and with it some counts).
-KEPT = ("PATH", "HOME", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "VALGRIND_LIB",
-        "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# The variables the measuring process inherits; any other one (PATH, HOME, PYTHON*, locales) is
+# dropped: each one's strings shift the heap's layout, and with it some counts.
+KEPT = ("PYTHONPATH", "LD_LIBRARY_PATH", "VALGRIND_LIB", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 EMPTY = "empty"               # the label of the calibration regions
 TRIGGER = "desc: Trigger: Client Request: "
 
@@ -270,7 +269,7 @@ def child_environment():
 
 def measuring_command(helper, folder, reps):
     """The command line of the measuring process (this script with --_measure)."""
-    return [sys.executable, os.path.abspath(__file__), "--_measure", helper,
+    return [os.path.abspath(sys.executable), os.path.abspath(__file__), "--_measure", helper,
             "--_meta", os.path.join(folder, "meta.json"), "--reps", str(reps)]
 
 
@@ -293,7 +292,7 @@ def prime(helper, folder, reps):
 def run_valgrind(helper, folder, reps):
     """One measuring process under callgrind; returns (summary, info)."""
     out_base = os.path.join(folder, "callgrind.out")
-    run_child(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+    run_child([shutil.which("valgrind"), "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
                f"--callgrind-out-file={out_base}", f"--log-file={os.path.join(folder, 'vg.log')}"]
               + measuring_command(helper, folder, reps))
     texts = []
@@ -305,6 +304,14 @@ def run_valgrind(helper, folder, reps):
     with open(os.path.join(folder, "meta.json")) as f:
         meta = json.load(f)
     return summarize(counts_by_label(texts), meta["workloads"]), meta["info"]
+
+
+def harness():
+    """benchmarks/_harness.py (the source tree put on sys.path, after any installed lucid)."""
+    if _ROOT not in sys.path:
+        sys.path.append(_ROOT)
+    from benchmarks import _harness
+    return _harness
 
 
 def counted_rep(case, probe, label):
@@ -326,9 +333,7 @@ def measure(helper, meta_path, reps, native=False):
     every .pyc the counted run will read in place."""
     import ctypes
     import importlib
-    if _ROOT not in sys.path:
-        sys.path.append(_ROOT)
-    from benchmarks import _harness as h
+    h = harness()
     probe = ctypes.CDLL(helper)
     if not native and not probe.icount_on_valgrind():
         raise GuardError("--_measure runs under valgrind only (use the script without it)", 2)
@@ -358,8 +363,7 @@ def measure(helper, meta_path, reps, native=False):
             gc.collect()
     if native:
         return
-    info = {"lucid": getattr(lucid.mod, "__version__", None), "git": h._git_describe(),
-            "cpu": h._cpu_model(), "reps": reps}
+    info = {"lucid": getattr(lucid.mod, "__version__", None)}
     with open(meta_path, "w") as f:
         json.dump({"workloads": meta, "info": info}, f)
 
@@ -420,7 +424,8 @@ def guard(args):
         prime(helper, folder, args.reps)
         results = [run_valgrind(helper, folder, args.reps) for _ in range(args.runs)]
     current = merge_runs([r[0] for r in results]) if args.runs > 1 else results[0][0]
-    info = results[0][1]
+    h = harness()
+    info = dict(results[0][1], git=h._git_describe(), cpu=h._cpu_model(), reps=args.reps)
     print(f"environment: {', '.join(f'{k} {env[k]}' for k in PINNED)}")
     report_counts(current)
     if args.update:
