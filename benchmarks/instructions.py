@@ -292,8 +292,9 @@ def prime(helper, folder, reps):
 def run_valgrind(helper, folder, reps):
     """One measuring process under callgrind; returns (summary, info)."""
     out_base = os.path.join(folder, "callgrind.out")
-    run_child([shutil.which("valgrind"), "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
-               f"--callgrind-out-file={out_base}", f"--log-file={os.path.join(folder, 'vg.log')}"]
+    run_child([shutil.which("valgrind"), "--tool=callgrind", "--instr-atstart=no",
+               "--collect-atstart=no", f"--callgrind-out-file={out_base}",
+               f"--log-file={os.path.join(folder, 'vg.log')}"]
               + measuring_command(helper, folder, reps))
     texts = []
     for name in sorted(os.listdir(folder)):
