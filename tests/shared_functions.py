@@ -28,3 +28,18 @@ class Cube(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * 3.0 * x * x
+
+
+class SquareWithJvp(Square):
+    """y = x^2, x saved for both modes; jvp 2 x t."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * t

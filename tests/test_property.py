@@ -28,6 +28,7 @@ import pytest
 
 import lucid
 import op_table as T
+from shared_functions import SquareWithJvp
 from program_checks import (FORWARD_OVER_REVERSE, INCONCLUSIVE, REVERSE_OVER_FORWARD,
                             check_directional, check_first_order, check_forward,
                             check_mixed_modes, check_second_order)
@@ -300,40 +301,18 @@ def test_an_error_from_lucid_is_reported_with_the_program():
     assert "_refuses(" in report and "# raises RuntimeError: refused" in report
 
 
-class _SquareWithoutTangentInBackward(lucid.autograd.Function):
+class _SquareWithoutTangentInBackward(SquareWithJvp):
     """x*x with a right backward made outside lucid's ops (its gradient carries no tangent: wrong
     under forward-over-reverse) and a right jvp."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x * x
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return lucid.from_numpy(2.0 * g.detach().numpy() * x.detach().numpy())
 
-    @staticmethod
-    def jvp(ctx, t):
-        (x,) = ctx.saved_tensors
-        return 2.0 * x * t
 
-
-class _SquareWithWrongJvp(lucid.autograd.Function):
+class _SquareWithWrongJvp(SquareWithJvp):
     """x*x with a right backward and a wrong jvp (3 x t for 2 x t)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 2.0 * g * x
 
     @staticmethod
     def jvp(ctx, t):
