@@ -78,26 +78,30 @@ class inside_transform:
         return False
 
 
-def reaches_outside_leaves(outputs):
-    """Does the graph of outputs reach a leaf requiring grad that no transform made (a closure
-    over the caller's parameters)? Walks the nodes once, stopping at the first."""
-    pending = []
-    for out in outputs:
-        if out.grad_fn is not None:
-            pending.append(out.grad_fn)
-        elif out.requires_grad and not _is_private_leaf(out):
-            return True
+def graph_nodes(outputs):
+    """Each node of the backward graph of outputs once, without running it (a leaf's
+    AccumulateGrad is yielded, not passed through)."""
+    pending = [out.grad_fn for out in outputs if out.grad_fn is not None]
     seen = set()
     while pending:
         node = pending.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, _core.AccumulateGrad):
-            if not _is_private_leaf(node.variable):
-                return True
-            continue
-        pending.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+        yield node
+        if not isinstance(node, _core.AccumulateGrad):
+            pending.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+
+
+def reaches_outside_leaves(outputs):
+    """Does the graph of outputs reach a leaf requiring grad that no transform made (a closure
+    over the caller's parameters)? Walks the nodes once, stopping at the first."""
+    for out in outputs:
+        if out.grad_fn is None and out.requires_grad and not _is_private_leaf(out):
+            return True
+    for node in graph_nodes(outputs):
+        if isinstance(node, _core.AccumulateGrad) and not _is_private_leaf(node.variable):
+            return True
     return False
 
 

@@ -19,7 +19,7 @@ structures (a tuple of tuples for several outputs and inputs). Results have no h
 from .. import _core
 from .._grad_mode import enable_grad
 from . import forward_ad
-from ._aliases import differentiable_alias, detached, tangent_of
+from ._aliases import differentiable_alias, detached, graph_nodes, tangent_of
 from ._jacobian import assemble, forward_columns, reverse_rows
 from ._structures import (
     as_tensor_tuple, check_callable, check_float, checked_vectors, default_vector,
@@ -207,20 +207,12 @@ def _reached(outputs, targets):
         else:
             leaves[id(t)] = k
     reached = [False] * len(targets)
-    pending = [o.grad_fn for o in outputs if o.grad_fn is not None]
     pending_leaves = [o for o in outputs if o.grad_fn is None]
-    seen = set()
-    while pending:
-        node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in graph_nodes(outputs):
         for k in nodes.get(id(node), ()):
             reached[k] = True
         if isinstance(node, _core.AccumulateGrad):
             pending_leaves.append(node.variable)
-            continue
-        pending.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
     for leaf in pending_leaves:
         k = leaves.get(id(leaf))
         if k is not None:
