@@ -41,7 +41,7 @@ if sys.platform == "win32":                      # MSVC: debug info only with /Z
     LINK_ARGS = []
 else:
     # -fno-trapping-math lets GCC and clang vectorise loops that select between computed
-    # branches (lucid/_simd.h); lucid never reads the floating-point exception flags.
+    # branches (lucid/kernels/simd.h); lucid never reads the floating-point exception flags.
     # A release build carries no debug info: -g0 overrides the -g in Python's own CFLAGS
     # (7.9 MB of DWARF otherwise), and on Linux -s drops the static symbol table too.
     # -ffp-contract=off: no fused multiply-add unless written, so a typed loop gives the same
@@ -63,7 +63,7 @@ DIRECTIVES = {
     "wraparound": DEBUG,
     "initializedcheck": DEBUG,
     # C division in both builds: float division by zero is IEEE (inf / NaN, like NumPy), and
-    # Python's ZeroDivisionError raised inside the noexcept typed loops (lucid/_fast.pxi) could
+    # Python's ZeroDivisionError raised inside the noexcept typed loops (lucid/kernels/typed_loops.pxi) could
     # only be printed and lost, leaving the output unwritten. The core does no C integer
     # division; code that needs one must check its divisor itself.
     "cdivision": True,
@@ -80,7 +80,7 @@ DIRECTIVES = {
     # a typed parameter (`Tensor x`) of a Python-visible function refuses None with a TypeError
     # instead of letting the body dereference it (a crash); a parameter that takes None says so
     # (`Tensor x=None`, or `Tensor x or None`). Public ops convert their tensor arguments with
-    # tensor_arg (lucid/_tensor.pxi), whose errors name the op.
+    # tensor_arg (lucid/tensor/tensor.pxi), whose errors name the op.
     "allow_none_for_extension_args": False,
 }
 

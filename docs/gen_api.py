@@ -111,9 +111,16 @@ def assigned_comment(module, name):
     return ""
 
 
+def is_function_method(obj):
+    """Is obj one of lucid's functions installed as a Tensor method (tensor/methods.pxi)?"""
+    return type(obj).__name__ == "function_method"
+
+
 def describe(obj, module=None, name=None):
     """One line for obj: its docstring's first paragraph, or for data what it is."""
     import numpy
+    if is_function_method(obj):
+        return first_paragraph(prose(obj.__func__))
     if isinstance(obj, numpy.dtype):
         return f"The dtype {obj} (NumPy's, which lucid tensors use as theirs)."
     if isinstance(obj, types.ModuleType):
@@ -126,13 +133,15 @@ def describe(obj, module=None, name=None):
 
 def signature(obj, drop_self=False):
     """"(params) -> ret" for obj: inspect.signature, else embedsignature's line, else ""."""
+    function_method = is_function_method(obj)
+    obj = obj.__func__ if function_method else obj
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
         sig = None
     if sig is not None:
         params = list(sig.parameters.values())
-        if drop_self and params and params[0].name == "self":
+        if drop_self and params and (function_method or params[0].name == "self"):
             sig = sig.replace(parameters=params[1:])
         return str(sig)
     first = (getattr(obj, "__doc__", None) or "").strip().splitlines()[:1]

@@ -65,7 +65,7 @@ cdef class Tensor:
     cdef Tensor _view_base                      # the tensor this one is a view of, or None
     cdef int64_t _view_version                  # storage's graph_version when the view was taken;
                                                 # -1 - that for a view taken in no_grad mode
-                                                # (Note [No-grad views], ops/inplace.pxi)
+                                                # (Note [No-grad views], ops/elementwise/inplace.pxi)
     cdef TensorExtra _extra                     # tangent, inference flag, leaf hooks; or None
     cdef object __weakref__
 
@@ -122,7 +122,7 @@ cdef class NodeExtra:
     cdef dict metadata                          # node.metadata, a free dict for users
     cdef list input_meta                        # a native node's inputs: (shape, dtype) or None
                                                 # each, what its gradients must match (Note
-                                                # [Native nodes], _engine.pxi)
+                                                # [Native nodes], engine/engine.pxi)
 
 
 cdef class Node:
@@ -168,7 +168,7 @@ cdef void attach_output(Tensor out, Node node, int output_nr)   # out.grad_fn = 
 
 
 # ------------------------------------------------------------------------------------------------
-# Forward mode, for native ops that carry tangents (lucid/_forward_ad.pxi)
+# Forward mode, for native ops that carry tangents (lucid/forward/forward_ad.pxi)
 # ------------------------------------------------------------------------------------------------
 cdef bint fw_enabled() noexcept nogil            # is a dual level active in this thread?
 cdef Tensor fw_tangent(Tensor t)                 # t's tangent at the active level, or None

@@ -1,7 +1,7 @@
 """lucid's compiled core: storage, tensors, nodes, the engine, and the built-in ops.
 
 The pieces live in one extension so that `Tensor.__mul__` reaches its kernel and node by a direct
-C call; each piece is its own include file, one job each (see DESIGN.md).
+C call; each piece is its own include file, one job each, in a folder per layer (docs/design.md).
 """
 cimport cython
 cimport numpy as cnp
@@ -19,52 +19,69 @@ import numpy as np
 
 cnp.import_array()
 
-include "_grad_mode.pxi"
-include "_gc.pxi"
-include "_dtypes.pxi"
-include "_storage.pxi"
-include "_saved.pxi"
-include "_saved_hooks.pxi"
-include "_node.pxi"
-include "_anomaly.pxi"
-include "_creation_site.pxi"
-include "_profile.pxi"
-include "_tensor.pxi"
-include "_forward_ad.pxi"
-include "_kernels.pxi"
-include "_fast.pxi"
-include "_array_pool.pxi"
-include "_fast_block.pxi"
-include "ops/_reduce_grad.pxi"
-include "ops/arith.pxi"
-include "ops/unary.pxi"
-include "_fused_tangents.pxi"
-include "ops/select.pxi"
-include "ops/reduce.pxi"
-include "ops/shape.pxi"
-include "ops/index.pxi"
-include "ops/linalg.pxi"
-include "ops/join.pxi"
-include "ops/inplace.pxi"
-include "ops/numpy_interop.pxi"
-include "ops/cumulative.pxi"
-include "ops/statistics.pxi"
-include "ops/softmax.pxi"
-include "ops/gather.pxi"
-include "ops/rearrange.pxi"
-include "ops/einsum.pxi"
-include "ops/linalg_common.pxi"
-include "ops/linalg_solve.pxi"
-include "ops/linalg_det.pxi"
-include "ops/linalg_decomp.pxi"
-include "ops/linalg_products.pxi"
-include "ops/elementwise.pxi"
-include "ops/activation.pxi"
-include "ops/compare.pxi"
-include "ops/convert.pxi"
-include "_vectorcall.pxi"
-include "_function.pxi"
-include "_engine.pxi"
+# The layers, bottom up (docs/design.md has the file map): base, tensor and graph, kernels, ops by
+# family, the methods installed from the ops, Function, engine. One module, so a cdef name resolves
+# across files; a file reaching down the list (the operators in tensor/tensor.pxi call the ops)
+# goes through a name that _core.pxd declares or that the ops layer defines.
+
+# base: grad mode, GC policy, dtypes and promotion, vectorcall helpers
+include "base/grad_mode.pxi"
+include "base/gc.pxi"
+include "base/dtypes.pxi"
+include "base/vectorcall.pxi"
+
+# tensor and graph: storage, the tensor, saved tensors and their hooks, the node base
+include "tensor/storage.pxi"
+include "graph/saved.pxi"
+include "graph/saved_hooks.pxi"
+include "graph/node.pxi"
+include "diagnostics/anomaly.pxi"
+include "diagnostics/creation_site.pxi"
+include "diagnostics/profile.pxi"
+include "tensor/tensor.pxi"
+include "forward/forward_ad.pxi"
+
+# kernels: NumPy calls, typed C loops (one element, a block of dims), the small-array pool
+include "kernels/numpy_calls.pxi"
+include "kernels/typed_loops.pxi"
+include "kernels/array_pool.pxi"
+include "kernels/block_loops.pxi"
+
+# ops, by family
+include "ops/reduction/reduce_grad.pxi"
+include "ops/elementwise/arith.pxi"
+include "ops/elementwise/unary.pxi"
+include "forward/fused_tangents.pxi"
+include "ops/elementwise/select.pxi"
+include "ops/reduction/reduce.pxi"
+include "ops/shape/shape.pxi"
+include "ops/shape/index.pxi"
+include "ops/linalg/matmul.pxi"
+include "ops/shape/join.pxi"
+include "ops/elementwise/inplace.pxi"
+include "ops/reduction/cumulative.pxi"
+include "ops/reduction/statistics.pxi"
+include "ops/reduction/softmax.pxi"
+include "ops/shape/gather.pxi"
+include "ops/shape/rearrange.pxi"
+include "ops/linalg/einsum.pxi"
+include "ops/linalg/common.pxi"
+include "ops/linalg/solve.pxi"
+include "ops/linalg/det.pxi"
+include "ops/linalg/decomp.pxi"
+include "ops/linalg/products.pxi"
+include "ops/elementwise/math_functions.pxi"
+include "ops/elementwise/activation.pxi"
+include "ops/elementwise/compare.pxi"
+
+# the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
+include "tensor/interop.pxi"
+include "tensor/convert.pxi"
+include "tensor/methods.pxi"
+
+# custom Functions, then the engine that runs every node
+include "function/function.pxi"
+include "engine/engine.pxi"
 
 # every node class defined above is the core's own (Note [Native nodes])
 register_core_node_types()

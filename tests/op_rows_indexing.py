@@ -1,4 +1,4 @@
-"""Op-table rows for the indexing and shape ops (ops/gather.pxi, ops/rearrange.pxi, ops/einsum.pxi).
+"""Op-table rows for the indexing and shape ops (ops/shape/gather.pxi, ops/shape/rearrange.pxi, ops/linalg/einsum.pxi).
 
 Each row is an ``op_spec.OpSpec`` (name, lucid callable, NumPy reference, input-shape tuples,
 one domain per input) made by ``Rows.op``. Every input is a differentiable float tensor; index

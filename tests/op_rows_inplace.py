@@ -1,4 +1,4 @@
-"""Op-table rows for the in-place ops (ops/inplace.pxi): add_ sub_ mul_ div_ (with a tensor or a
+"""Op-table rows for the in-place ops (ops/elementwise/inplace.pxi): add_ sub_ mul_ div_ (with a tensor or a
 number, alpha, and the operators += -= *= /=), copy_ fill_ zero_ and setitem.
 
 Each row writes into a copy of its first input (``x.clone()``: a non-leaf, so the write is

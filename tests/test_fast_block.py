@@ -1,4 +1,4 @@
-"""The typed loops over one block of adjacent dims (lucid/_block_loops.h) against NumPy in float32
+"""The typed loops over one block of adjacent dims (lucid/kernels/block_loops.h) against NumPy in float32
 and float64: the reductions sum, mean, amax/amin and the broadcast gradient's sum_to, and binary
 arithmetic with one operand broadcast over a block of the other's dims. The typed path takes
 C-contiguous float32/float64 data reduced over (or stretched over) adjacent dims; the NumPy path

@@ -1,6 +1,6 @@
 """The engine writes into a gradient buffer only when nothing else can see it.
 
-Note [Gradient ownership] in lucid/_engine.pxi: a gradient that arrives at a node's buffer is the
+Note [Gradient ownership] in lucid/engine/engine.pxi: a gradient that arrives at a node's buffer is the
 engine's when the engine holds the only references to it and it owns its memory; backward nodes
 (x * s, x / s, tanh, sigmoid) then compute in place and leaves steal it as .grad. These tests pin
 the cases where something else does hold the gradient: each would see its values change if the

@@ -7,7 +7,7 @@ t = (tx, tv) tangents, both mixed modes compute the Hessian-vector product H_u t
 Each is checked against central finite differences (float64) of the plain reverse-mode gradient
 along t, and against the same computed with the op written out of place; the first-order parts
 (the gradient itself, the tangent J t, and the gradient with respect to the tangents, J^T u) too.
-Note [In-place tangents] (lucid/ops/inplace.pxi): what a recorded in-place op saves for its
+Note [In-place tangents] (lucid/ops/elementwise/inplace.pxi): what a recorded in-place op saves for its
 backward (the old value, for mul_ and div_) keeps its tangent.
 """
 import numpy as np

@@ -1,5 +1,5 @@
 """linalg.det's derivatives at every matrix, singular ones included (Note [Cofactors] in
-lucid/ops/linalg_det.pxi): the gradient is the cofactor matrix, checked against cofactors built
+lucid/ops/linalg/det.pxi): the gradient is the cofactor matrix, checked against cofactors built
 from minors and against finite differences; the second derivative (create_graph, forward over
 reverse, reverse over forward) at singular matrices of rank n-1 and n-2; the third derivative
 where it is computed (invertible matrices, and n <= 2) and the clear error where it is not;

@@ -1,5 +1,5 @@
 """What a native node (a Cython Node subclass built outside lucid's core) returns from apply is
-checked by the engine, at one place (Note [Native nodes], lucid/_engine.pxi): a tuple with one
+checked by the engine, at one place (Note [Native nodes], lucid/engine/engine.pxi): a tuple with one
 entry per forward input, each None or a Tensor of the input's shape and a floating dtype (cast to
 the input's dtype). A wrong result raises a RuntimeError naming the node's class and, in a note,
 where the node was made; nothing is accumulated into any .grad. Cases that crashed the

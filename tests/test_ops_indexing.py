@@ -1,4 +1,4 @@
-"""Indexing and shape ops (ops/gather.pxi, ops/rearrange.pxi, ops/einsum.pxi) beyond their table
+"""Indexing and shape ops (ops/shape/gather.pxi, ops/shape/rearrange.pxi, ops/linalg/einsum.pxi) beyond their table
 rows (tests/op_rows_indexing.py; values in float64 and float32, backward against finite
 differences, gradcheck, gradgradcheck, tangents and non-contiguous inputs of every row are
 checked by the table's loops: tests/test_ops_gradcheck.py, tests/test_forward_ad.py): what a

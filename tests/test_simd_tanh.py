@@ -1,4 +1,4 @@
-"""lucid's own float32 tanh kernel (lucid/_simd.h) against float64 tanh, value by value."""
+"""lucid's own float32 tanh kernel (lucid/kernels/simd.h) against float64 tanh, value by value."""
 import numpy as np
 import pytest
 

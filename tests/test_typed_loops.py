@@ -1,4 +1,4 @@
-"""The typed C loops of lucid/_loops.h (arithmetic, tensor with scalar, the fused tanh/sigmoid
+"""The typed C loops of lucid/kernels/loops.h (arithmetic, tensor with scalar, the fused tanh/sigmoid
 backward, the full sum) and the in-place scalar path that uses them: values against NumPy in
 float32 and float64, at lengths around every vector width (the AVX-512, AVX2 and baseline
 versions each have a remainder loop), in place and into fresh memory."""

@@ -2,7 +2,7 @@
 # take_along_dim, masked_select and masked_fill.
 #
 # Note [Ops as keys]: gather, index_select, take_along_dim and masked_select (and the views
-# narrow, split, chunk, unbind in ops/rearrange.pxi) each pick entries of x at a NumPy key, so
+# narrow, split, chunk, unbind in ops/shape/rearrange.pxi) each pick entries of x at a NumPy key, so
 # each is y = x[key]: its backward is index_backward(g, x.shape, key) (zeros with g added at key,
 # repeated entries accumulating; its own backward is gz[key] again) and its jvp is the same key
 # applied to the tangent. Such an op only builds its key (and checks its arguments); take_at

@@ -1,11 +1,11 @@
-/* lucid/_block_loops.h -- loops over one block of adjacent dims of a C-contiguous array seen as
+/* lucid/kernels/block_loops.h -- loops over one block of adjacent dims of a C-contiguous array seen as
    (outer, n, inner): its sum, max and min over n, and arithmetic with an (outer, 1, inner)
-   operand stretched over n by broadcasting (lucid/_fast_block.pxi calls them).
+   operand stretched over n by broadcasting (lucid/kernels/block_loops.pxi calls them).
 
    NumPy reduces a short axis slowly: summing the 10-wide rows of a (1797, 10) float64 array
    costs it ~26 us and their max ~54 us (an inner loop of 10 started 1797 times), summing its
    columns ~23 us. These loops cost a few microseconds for the same work. A row (inner == 1) is
-   summed by lucid_sum's eight double accumulators (_loops.h); columns (inner > 1) are
+   summed by lucid_sum's eight double accumulators (kernels/loops.h); columns (inner > 1) are
    summed row after row into a double accumulator per column, starting from the first row, so
    float64 columns add in NumPy's order. float32 is summed in double and rounded once. Max and
    min propagate NaN as NumPy does: a NaN element wins, and a NaN extreme stays.
@@ -21,7 +21,7 @@
 #ifndef LUCID_BLOCK_LOOPS_H
 #define LUCID_BLOCK_LOOPS_H
 
-#include "_loops.h"
+#include "loops.h"
 
 #define LUCID_BLOCK_LOOPS(T, SUFFIX)                                                        \
     /* o[r, j] = scale * sum_i a[r, i, j]; acc holds inner doubles (unused when inner == 1) */ \

@@ -1,4 +1,4 @@
-/* lucid/_loops.h -- the typed elementwise loops (arithmetic, tensor with scalar, the fused
+/* lucid/kernels/loops.h -- the typed elementwise loops (arithmetic, tensor with scalar, the fused
    backward formulas) and the full sum, written in C so that GCC vectorises them with the widest
    instructions the CPU has.
 
@@ -18,12 +18,12 @@
 #define LUCID_CLONES
 #endif
 
-/* the arithmetic of fast_binary / fast_scalar (lucid/_fast.pxi); RSUB and RDIV put the second
+/* the arithmetic of fast_binary / fast_scalar (lucid/kernels/typed_loops.pxi); RSUB and RDIV put the second
    operand (b, or s) first */
 enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
 
 #define LUCID_LOOPS(T, SUFFIX)                                                               \
-    /* the bodies are inlined into each clone of their callers (here and in _block_loops.h) */\
+    /* the bodies are inlined into each clone of their callers (here and in kernels/block_loops.h) */\
     static inline void lucid_binary_body_##SUFFIX(                                          \
             int op, const T* a, const T* b, T* o, long n) {                                 \
         if (op == F_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + b[i];              \

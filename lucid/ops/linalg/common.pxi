@@ -12,7 +12,7 @@
 #   symmetric and their jvp rules take the tangent as symmetric, like PyTorch's. A jvp rule that
 #   reads the op's output recomputes it with the op when reverse mode records (tracks), so a
 #   tangent can itself be differentiated (reverse over forward) without a cycle through out.
-#   det and slogdet differentiate through one gradient matrix each (ops/linalg_det.pxi): det's
+#   det and slogdet differentiate through one gradient matrix each (ops/linalg/det.pxi): det's
 #   is the cofactor matrix, from an SVD and with its own derivative nodes, so it and its
 #   second derivative exist at singular matrices too (Note [Cofactors]).
 
@@ -41,12 +41,6 @@ cdef Tensor square_operand(object x, str op):
         raise RuntimeError(f"{op}: A must be a square matrix or a batch of square matrices "
                            f"(shape (*, n, n)), got shape {s}")
     return t
-
-
-cdef tuple batch_of(Tensor t):
-    """t's leading (batch) dims, before its last two."""
-    cdef tuple s = t.data.shape
-    return s[:len(s) - 2]
 
 
 cdef object failing_index(object arr, object factor):
@@ -134,11 +128,6 @@ cdef Tensor diag_embed_of(Tensor v):
     cdef tuple s = v.data.shape
     cdef Tensor column = reshape(v, s + (1,))
     return select_grad(expand(column, s + (n,)), np.eye(n, dtype=v.data.dtype))
-
-
-cdef Tensor trace_of(Tensor x):
-    """The traces of x's matrices, shape (...)."""
-    return sum(linalg_diagonal_of(x), -1)
 
 
 cdef Tensor as_matrix_scale(Tensor s):

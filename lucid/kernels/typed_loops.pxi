@@ -3,14 +3,14 @@
 # NumPy's ufunc call costs about a microsecond before it touches data; these loops cost tens of
 # nanoseconds, so they win on small arrays. Above LARGE elements NumPy's SIMD kernels (tanh,
 # exp, log) win, so those fall back to ufuncs with out=; the arithmetic, fused-backward and sum
-# loops (lucid/_loops.h, built for AVX-512, AVX2 and the baseline) stay typed at every size.
+# loops (lucid/kernels/loops.h, built for AVX-512, AVX2 and the baseline) stay typed at every size.
 
 from libc.math cimport exp as c_exp, log as c_log, tanh as c_tanh
 
-cdef extern from "_simd.h" nogil:
+cdef extern from "kernels/simd.h" nogil:
     void lucid_tanh_f32(const float* x, float* out, long n)
 
-cdef extern from "_loops.h" nogil:
+cdef extern from "kernels/loops.h" nogil:
     cdef enum FastOp:
         F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV
     void lucid_binary_f32(int op, const float* a, const float* b, float* o, long n)
@@ -127,7 +127,7 @@ cdef enum FastUnary:
 cdef bint numpy_has_avx512_tanh():
     """Does NumPy run its AVX-512 kernels here (X86_V4 / AVX512_SKX dispatched and not disabled
     by NPY_DISABLE_CPU_FEATURES)? Its float32 tanh is then a 16-wide kernel ~5x faster than
-    lucid's 8-wide one (_simd.h); on its AVX2 path lucid's is faster. Decided once, at import,
+    lucid's 8-wide one (kernels/simd.h); on its AVX2 path lucid's is faster. Decided once, at import,
     from NumPy's own dispatch report: deterministic, no timing."""
     try:
         from numpy._core._multiarray_umath import __cpu_features__ as features
@@ -154,7 +154,7 @@ cdef inline void loop_unary(int op, real* a, real* o, Py_ssize_t n) noexcept nog
 
 cdef object fast_unary(int op, object ufunc, object x):
     """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large;
-    float32 tanh runs lucid's vectorised kernel (_simd.h) unless NumPy's AVX-512 one is there
+    float32 tanh runs lucid's vectorised kernel (kernels/simd.h) unless NumPy's AVX-512 one is there
     and the array is large."""
     cdef object out = empty_like_fast(x)
     cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out

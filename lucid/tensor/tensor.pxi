@@ -269,9 +269,6 @@ cdef class Tensor:
         backward((self,), None if gradient is None else (gradient,), retain_graph,
                  create_graph, inputs)
 
-    def clone(self):
-        """A copy with its own memory; gradient flows back unchanged."""
-        return clone(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export this tensor's memory through DLPack (zero-copy; CPU)."""
@@ -430,83 +427,11 @@ cdef class Tensor:
     def __setitem__(self, index, value):
         setitem(self, index, value)
 
-    # -- unary and reductions ------------------------------------------------------------------
-    def exp(self):
-        """e ** self, elementwise (lucid.exp)."""
-        return exp(self)
-
-    def log(self):
-        """The natural log of self, elementwise (lucid.log)."""
-        return log(self)
-
-    def tanh(self):
-        """tanh(self), elementwise (lucid.tanh)."""
-        return tanh(self)
-
-    def relu(self):
-        """max(self, 0), elementwise (lucid.relu)."""
-        return relu(self)
-
-    def sqrt(self):
-        """self ** 0.5, elementwise (lucid.sqrt)."""
-        return sqrt(self)
-
-    def abs(self):
-        """|self|, elementwise (lucid.abs)."""
-        return abs(self)
-
     def __abs__(self):
         return abs(self)
 
-    def sin(self):
-        """sin(self), elementwise (lucid.sin)."""
-        return sin(self)
-
-    def cos(self):
-        """cos(self), elementwise (lucid.cos)."""
-        return cos(self)
-
-    def sigmoid(self):
-        """1 / (1 + exp(-self)), elementwise (lucid.sigmoid)."""
-        return sigmoid(self)
-
-    def clamp(self, min=None, max=None):
-        """self limited to [min, max]; either bound may be None (lucid.clamp)."""
-        return clamp(self, min, max)
-
-    def maximum(self, other):
-        """max(self, other) elementwise, broadcasting (lucid.maximum)."""
-        return maximum(self, other)
-
-    def minimum(self, other):
-        """min(self, other) elementwise, broadcasting (lucid.minimum)."""
-        return minimum(self, other)
-
-    def amax(self, dim=None, keepdim=False):
-        """The largest value of self over dim, all dims when None (lucid.amax)."""
-        return amax(self, dim, keepdim)
-
-    def amin(self, dim=None, keepdim=False):
-        """The smallest value of self over dim, all dims when None (lucid.amin)."""
-        return amin(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim=False):
-        """max(): the largest value (0-d); max(dim): (values, indices) along dim (lucid.max)."""
-        return reduce_max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim=False):
-        """min(): the smallest value (0-d); min(dim): (values, indices) along dim (lucid.min)."""
-        return reduce_min(self, dim, keepdim)
-
-    def sum(self, dim=None, keepdim=False):
-        """The sum of self over dim, all dims when None (lucid.sum)."""
-        return reduce_op(self, dim, keepdim, False)
-
-    def mean(self, dim=None, keepdim=False):
-        """The mean of self over dim, all dims when None (lucid.mean)."""
-        return reduce_op(self, dim, keepdim, True)
-
-    # -- shape ---------------------------------------------------------------------------------
+    # -- methods of their own (the rest are lucid's functions: tensor/methods.pxi) ------------
+    # shapes given as separate ints or one sequence: t.reshape(2, 3) or t.reshape((2, 3))
     def reshape(self, *shape):
         """self with a new shape: a view when the layout allows, else a copy (lucid.reshape)."""
         return reshape(self, shape_arg(shape))
@@ -514,10 +439,6 @@ cdef class Tensor:
     def view(self, *shape):
         """self with a new shape, always sharing its memory (lucid.view)."""
         return view(self, shape_arg(shape))
-
-    def transpose(self, dim0, dim1):
-        """self with dims dim0 and dim1 swapped, a view (lucid.transpose)."""
-        return transpose(self, dim0, dim1)
 
     def expand(self, *shape):
         """self broadcast to shape without copying (-1 keeps a size) (lucid.expand)."""
@@ -527,123 +448,9 @@ cdef class Tensor:
         """self with its dims reordered as dims, a view (lucid.permute)."""
         return permute(self, shape_arg(dims))
 
-    @property
-    def T(self):
-        """self with all dims reversed (a view; the transpose of a matrix)."""
-        return permute(self, tuple(range(ndim_of(self.data) - 1, -1, -1)))
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        """self with dims start_dim..end_dim merged into one (lucid.flatten)."""
-        return flatten(self, start_dim, end_dim)
-
-    def squeeze(self, dim=None):
-        """self without its size-1 dims (only dim, when given), a view (lucid.squeeze)."""
-        return squeeze(self, dim)
-
-    def unsqueeze(self, dim):
-        """self with a new size-1 dim at position dim, a view (lucid.unsqueeze)."""
-        return unsqueeze(self, dim)
-
-    # -- statistics (ops/statistics.pxi, ops/softmax.pxi, ops/cumulative.pxi) ------------------
-    def prod(self, dim=None, keepdim=False, *, dtype=None):
-        """The product of self over dim, all dims when None (lucid.prod)."""
-        return prod(self, dim, keepdim, dtype=dtype)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """sum((self - mean)**2) / (n - correction) over dim, correction 1 (lucid.var)."""
-        return var(self, dim, unbiased, keepdim, correction=correction)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """sqrt(var(self)) over dim (lucid.std)."""
-        return std(self, dim, unbiased, keepdim, correction=correction)
-
-    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-        """The p-norm (sum |self|**p)**(1/p) over dim; Frobenius by default (lucid.norm)."""
-        return norm(self, p, dim, keepdim, dtype)
-
-    def logsumexp(self, dim, keepdim=False):
-        """log(sum(exp(self))) over dim, computed without overflow (lucid.logsumexp)."""
-        return logsumexp(self, dim, keepdim)
-
-    def softmax(self, dim, *, dtype=None):
-        """exp(self) / sum(exp(self)) along dim (lucid.softmax)."""
-        return softmax(self, dim, dtype=dtype)
-
-    def log_softmax(self, dim, *, dtype=None):
-        """self - logsumexp(self) along dim (lucid.log_softmax)."""
-        return log_softmax(self, dim, dtype=dtype)
-
-    def cumsum(self, dim, *, dtype=None):
-        """The running sum of self along dim (lucid.cumsum)."""
-        return cumsum(self, dim, dtype=dtype)
-
-    def cumprod(self, dim, *, dtype=None):
-        """The running product of self along dim (lucid.cumprod)."""
-        return cumprod(self, dim, dtype=dtype)
-
-    def argmax(self, dim=None, keepdim=False):
-        """The int64 index of the largest entry along dim (None: flattened) (lucid.argmax)."""
-        return argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim=False):
-        """The int64 index of the smallest entry along dim (None: flattened) (lucid.argmin)."""
-        return argmin(self, dim, keepdim)
-
-    def all(self, dim=None, keepdim=False):
-        """Whether every entry over dim is non-zero; bool, no gradient (lucid.all)."""
-        return reduce_all(self, dim, keepdim)
-
-    def any(self, dim=None, keepdim=False):
-        """Whether some entry over dim is non-zero; bool, no gradient (lucid.any)."""
-        return reduce_any(self, dim, keepdim)
-    # -- indexing and shape (ops/gather.pxi, ops/rearrange.pxi) ---------------------------------
-    def gather(self, dim, index):
-        """out[i][j] = self[index[i][j]][j] for dim 0, likewise for other dims (lucid.gather)."""
-        return gather(self, dim, index)
-
-    def scatter_add(self, dim, index, src):
-        """A copy of self with src added at positions index along dim (lucid.scatter_add)."""
-        return scatter_add(self, dim, index, src)
-
-    def index_select(self, dim, index):
-        """The entries of self at positions index (1-d) along dim (lucid.index_select)."""
-        return index_select(self, dim, index)
-
-    def take_along_dim(self, indices, dim=None):
-        """self's entries at indices along dim, other dims broadcast (lucid.take_along_dim)."""
-        return take_along_dim(self, indices, dim)
-
-    def masked_fill(self, mask, value):
-        """self with value where mask holds, broadcasting (lucid.masked_fill)."""
-        return masked_fill(self, mask, value)
-
-    def masked_select(self, mask):
-        """The entries of self where mask holds, as a 1-d tensor (lucid.masked_select)."""
-        return masked_select(self, mask)
-
-    def split(self, split_size, dim=0):
-        """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
-        return split(self, split_size, dim)
-
-    def chunk(self, chunks, dim=0):
-        """self cut along dim into at most chunks equal pieces; a tuple of views (lucid.chunk)."""
-        return chunk(self, chunks, dim)
-
-    def unbind(self, dim=0):
-        """The slices of self along dim, a tuple of views with dim removed (lucid.unbind)."""
-        return unbind(self, dim)
-
-    def narrow(self, dim, start, length):
-        """self[..., start:start+length, ...] along dim, a view (lucid.narrow)."""
-        return narrow(self, dim, start, length)
-
     def flip(self, *dims):
         """self reversed along each of dims, a copy (lucid.flip)."""
         return flip(self, shape_arg(dims))
-
-    def roll(self, shifts, dims=None):
-        """self's entries shifted cyclically by shifts along dims, a copy (lucid.roll)."""
-        return roll(self, shifts, dims)
 
     def repeat(self, *sizes):
         """self repeated sizes[i] times along each dim (extra leading sizes add dims), a copy."""
@@ -653,29 +460,27 @@ cdef class Tensor:
         """self repeated dims[i] times along each dim, missing leading dims as 1 (lucid.tile)."""
         return tile(self, shape_arg(dims))
 
-    def tril(self, diagonal=0):
-        """The lower triangle of self's last two dims, on and below diagonal (lucid.tril)."""
-        return tril(self, diagonal)
+    # keyword names as PyTorch's Tensor methods have them (t.pow(exponent=2)), not the function's
+    def maximum(self, other):
+        """max(self, other) elementwise, broadcasting (lucid.maximum)."""
+        return maximum(self, other)
 
-    def triu(self, diagonal=0):
-        """The upper triangle of self's last two dims, on and above diagonal (lucid.triu)."""
-        return triu(self, diagonal)
+    def minimum(self, other):
+        """min(self, other) elementwise, broadcasting (lucid.minimum)."""
+        return minimum(self, other)
 
-    def diagonal(self, offset=0, dim1=0, dim2=1):
-        """The diagonal of self in dims dim1, dim2 (offset > 0: above), a view (lucid.diagonal)."""
-        return diagonal(self, offset, dim1, dim2)
+    def pow(self, exponent):
+        """self ** exponent, broadcasting (lucid.pow)."""
+        return pow(self, exponent)
 
-    def diag(self, diagonal=0):
-        """1-d self: a square matrix with self on a diagonal; 2-d: that diagonal (lucid.diag)."""
-        return diag(self, diagonal)
+    def split(self, split_size, dim=0):
+        """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
+        return split(self, split_size, dim)
 
-    def trace(self):
-        """The sum of the main diagonal of a 2-d self (lucid.trace)."""
-        return trace(self)
-
-    def movedim(self, source, destination):
-        """self with dims source moved to positions destination, a view (lucid.movedim)."""
-        return movedim(self, source, destination)
+    @property
+    def T(self):
+        """self with all dims reversed (a view; the transpose of a matrix)."""
+        return permute(self, tuple(range(ndim_of(self.data) - 1, -1, -1)))
 
     @property
     def mT(self):
@@ -693,192 +498,8 @@ cdef class Tensor:
     def is_contiguous(self):
         """True when self's memory is C-contiguous."""
         return bool(self.data.flags.c_contiguous)
-    # -- linear algebra (ops/linalg_products.pxi, ops/linalg_solve.pxi) ------------------------
-    def mm(self, mat2):
-        """The matrix product self @ mat2 of two 2-d tensors (lucid.mm)."""
-        return mm(self, mat2)
 
-    def bmm(self, mat2):
-        """The batched matrix product self[b] @ mat2[b] of two 3-d tensors (lucid.bmm)."""
-        return bmm(self, mat2)
-
-    def dot(self, tensor):
-        """sum(self * tensor) of two 1-d tensors (lucid.dot)."""
-        return dot(self, tensor)
-
-    def outer(self, vec2):
-        """out[i, j] = self[i] * vec2[j] of two 1-d tensors (lucid.outer)."""
-        return outer(self, vec2)
-
-    def det(self):
-        """The determinant of each square matrix in self's last two dims (lucid.linalg.det)."""
-        return linalg_det(self)
-
-    def slogdet(self):
-        """(sign, log|det|) of each square matrix in self (lucid.linalg.slogdet)."""
-        return linalg_slogdet(self)
-
-    def inverse(self):
-        """The inverse of each square matrix in self (lucid.linalg.inv)."""
-        return linalg_inv(self)
-    # -- elementwise, comparison and conversion (ops/elementwise.pxi, activation.pxi, compare.pxi,
-    #    convert.pxi) ------------------------------------------------------------------------
-    def log1p(self):
-        """log(1 + self), accurate for small self (lucid.log1p)."""
-        return log1p(self)
-
-    def expm1(self):
-        """exp(self) - 1, accurate for small self (lucid.expm1)."""
-        return expm1(self)
-
-    def square(self):
-        """self * self, elementwise (lucid.square)."""
-        return square(self)
-
-    def rsqrt(self):
-        """1 / sqrt(self), elementwise (lucid.rsqrt)."""
-        return rsqrt(self)
-
-    def reciprocal(self):
-        """1 / self, elementwise (lucid.reciprocal)."""
-        return reciprocal(self)
-
-    def tan(self):
-        """tan(self), elementwise (lucid.tan)."""
-        return tan(self)
-
-    def asin(self):
-        """arcsin(self), elementwise (lucid.asin)."""
-        return asin(self)
-
-    def acos(self):
-        """arccos(self), elementwise (lucid.acos)."""
-        return acos(self)
-
-    def atan(self):
-        """arctan(self), elementwise (lucid.atan)."""
-        return atan(self)
-
-    def sinh(self):
-        """sinh(self), elementwise (lucid.sinh)."""
-        return sinh(self)
-
-    def cosh(self):
-        """cosh(self), elementwise (lucid.cosh)."""
-        return cosh(self)
-
-    def erf(self):
-        """The error function of self, elementwise (lucid.erf)."""
-        return erf(self)
-
-    def atan2(self, other):
-        """arctan(self / other) in the quadrant of the point (other, self) (lucid.atan2)."""
-        return atan2(self, other)
-
-    def pow(self, exponent):
-        """self ** exponent, broadcasting (lucid.pow)."""
-        return pow(self, exponent)
-
-    def sign(self):
-        """-1, 0 or 1 by the sign of self; zero gradient (lucid.sign)."""
-        return sign(self)
-
-    def floor(self):
-        """The largest integer <= self, elementwise; zero gradient (lucid.floor)."""
-        return floor(self)
-
-    def ceil(self):
-        """The smallest integer >= self, elementwise; zero gradient (lucid.ceil)."""
-        return ceil(self)
-
-    def round(self, *, decimals=0):
-        """self rounded to decimals places, halves to even; zero gradient (lucid.round)."""
-        return round(self, decimals=decimals)
-
-    def trunc(self):
-        """self rounded toward zero, elementwise; zero gradient (lucid.trunc)."""
-        return trunc(self)
-
-    def silu(self):
-        """self * sigmoid(self), elementwise (lucid.silu)."""
-        return silu(self)
-
-    def gelu(self, approximate="none"):
-        """self * Phi(self), Phi the standard normal CDF (or its tanh form) (lucid.gelu)."""
-        return gelu(self, approximate)
-
-    def softplus(self, beta=1, threshold=20):
-        """log(1 + exp(beta*self)) / beta, or self where beta*self > threshold (lucid.softplus)."""
-        return softplus(self, beta, threshold)
-
-    def leaky_relu(self, negative_slope=0.01):
-        """self where self > 0, else negative_slope * self (lucid.leaky_relu)."""
-        return leaky_relu(self, negative_slope)
-
-    def elu(self, alpha=1.0):
-        """self where self > 0, else alpha * (exp(self) - 1) (lucid.elu)."""
-        return elu(self, alpha)
-
-    def eq(self, other):
-        """self == other elementwise, broadcasting; bool (lucid.eq)."""
-        return eq(self, other)
-
-    def ne(self, other):
-        """self != other elementwise, broadcasting; bool (lucid.ne)."""
-        return ne(self, other)
-
-    def lt(self, other):
-        """self < other elementwise, broadcasting; bool (lucid.lt)."""
-        return lt(self, other)
-
-    def le(self, other):
-        """self <= other elementwise, broadcasting; bool (lucid.le)."""
-        return le(self, other)
-
-    def gt(self, other):
-        """self > other elementwise, broadcasting; bool (lucid.gt)."""
-        return gt(self, other)
-
-    def ge(self, other):
-        """self >= other elementwise, broadcasting; bool (lucid.ge)."""
-        return ge(self, other)
-
-    def isnan(self):
-        """True where self is NaN (lucid.isnan)."""
-        return isnan(self)
-
-    def isinf(self):
-        """True where self is +inf or -inf (lucid.isinf)."""
-        return isinf(self)
-
-    def isfinite(self):
-        """True where self is neither NaN nor infinite (lucid.isfinite)."""
-        return isfinite(self)
-
-    def logical_and(self, other):
-        """self and other on truth values, elementwise; bool (lucid.logical_and)."""
-        return logical_and(self, other)
-
-    def logical_or(self, other):
-        """self or other on truth values, elementwise; bool (lucid.logical_or)."""
-        return logical_or(self, other)
-
-    def logical_xor(self, other):
-        """self xor other on truth values, elementwise; bool (lucid.logical_xor)."""
-        return logical_xor(self, other)
-
-    def logical_not(self):
-        """not self on truth values, elementwise; bool (lucid.logical_not)."""
-        return logical_not(self)
-
-    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """|self - other| <= atol + rtol * |other| elementwise; bool (lucid.isclose)."""
-        return isclose(self, other, rtol, atol, equal_nan)
-
-    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """True when isclose holds for every element, a Python bool (lucid.allclose)."""
-        return allclose(self, other, rtol, atol, equal_nan)
-
+    # -- conversions (tensor/convert.pxi) --------------------------------------------------------
     def to(self, *args, **kwargs):
         """This tensor with another dtype (and on "cpu", lucid's one device); self if unchanged."""
         return tensor_to(self, args, kwargs)
@@ -1299,12 +920,16 @@ cdef extern from "Python.h":
     void PyType_Modified(void* type)
 
 
+cdef void set_type_attribute(type cls, str name, object value) except *:
+    """cls.name = value on an extension type (whose attributes Python code cannot set)."""
+    (<dict><object>(<PyTypeObject_dict*><PyObject*>cls).tp_dict)[name] = value
+    PyType_Modified(<void*><PyObject*>cls)
+
+
 cdef void refuse_python_new(type cls) except *:
     """Tensor.__new__(Tensor) from Python would give a tensor without data: make it raise.
     lucid's own code calls the C-level tp_new directly and is not affected."""
-    (<dict><object>(<PyTypeObject_dict*><PyObject*>cls).tp_dict)["__new__"] = \
-        staticmethod(_tensor_new_refused)
-    PyType_Modified(<void*><PyObject*>cls)
+    set_type_attribute(cls, "__new__", staticmethod(_tensor_new_refused))
 
 refuse_python_new(Tensor)
 

@@ -1,6 +1,6 @@
 # Conversions and constructors reached from a tensor: x.to(...), x.type(...), x.cpu(),
 # x.new_zeros / new_ones / new_full / new_empty / new_tensor. The dtype change itself is `cast`
-# (ops/unary.pxi), differentiable.
+# (ops/elementwise/unary.pxi), differentiable.
 
 cdef dict TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", int64: "LongTensor",
                         int32: "IntTensor", bool_: "BoolTensor"}

@@ -18,7 +18,7 @@
 #   tangent of its own (own_tangent copies one that came out as an input's tangent, as
 #   x + y does when only x has one). make_dual gives the tangent the primal's layout (a
 #   copy when the strides differ), so view ops make views of both or of neither. In-place
-#   ops then write the new tangent into the tangent's memory (ops/inplace.pxi), which is how
+#   ops then write the new tangent into the tangent's memory (ops/elementwise/inplace.pxi), which is how
 #   the base and the other views of a changed view see their new tangent.
 
 cdef long _fw_level_counter = 0

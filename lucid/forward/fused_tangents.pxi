@@ -6,12 +6,12 @@
 #   with lucid's ops: each term is a full op call (operand checks, promotion, a tensor, a
 #   possible node), and the sum of the terms is fitted to the output and given its own memory.
 #   For a chain of small ops that costs more than the op itself. When the op's primal ran on
-#   fast arrays (lucid/_fast.pxi), every tangent it reads is a fast array of its primal's dtype
+#   fast arrays (lucid/kernels/typed_loops.pxi), every tangent it reads is a fast array of its primal's dtype
 #   and shape, and nothing could be recorded (grad mode off, or neither the inputs nor their
 #   tangents require grad), the op instead computes its rule's formula directly with the same
 #   typed loops, term by term with the same roundings, into memory no live tensor uses: the
 #   tangents are bit for bit the general path's, which still runs in every other case. The
-#   tangent is stored as the bare array; tangent_tensor (_forward_ad.pxi) makes it a tensor the
+#   tangent is stored as the bare array; tangent_tensor (forward/forward_ad.pxi) makes it a tensor the
 #   first time anything asks for it, so a chain of fused ops makes no tangent tensors at all.
 #   These functions return False when they do not apply (the caller then runs the general jvp);
 #   each reads the active level once.

@@ -1,4 +1,4 @@
-/* lucid/_simd.h -- float32 tanh written so that GCC vectorises it (-O3 -fno-trapping-math).
+/* lucid/kernels/simd.h -- float32 tanh written so that GCC vectorises it (-O3 -fno-trapping-math).
 
    NumPy's float32 tanh costs 3-5 ns per element on the machines this project runs on; this one
    is bound by memory bandwidth (~1.3 ns). It stays within 1.3 ulp of the correctly rounded tanh

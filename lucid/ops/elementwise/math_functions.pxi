@@ -1,7 +1,7 @@
 # More elementwise functions: log1p expm1 square rsqrt reciprocal tan asin acos atan sinh cosh
 # erf, atan2, and the step functions sign floor ceil round trunc (zero gradient).
 #
-# Each section: its rule (Note [Elementwise rules] in ops/unary.pxi: one rule per input is both
+# Each section: its rule (Note [Elementwise rules] in ops/elementwise/unary.pxi: one rule per input is both
 # the backward and the jvp), its node (a docstring on a shared base that applies the rule), and
 # its forward.
 
@@ -274,7 +274,7 @@ cdef class Atan2Backward(BinaryBackward):
 
 cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b, Tensor out):
     """Note [Elementwise rules]: out's tangent, rule_x(ta, a, b) + rule_y(tb, a, b), shaped and
-    typed like out (binary_jvp for rules outside arith.pxi's table); None without tangents."""
+    typed like out (binary_jvp for rules outside ops/elementwise/arith.pxi's table); None without tangents."""
     cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
     if ta is None and tb is None:
         return None

@@ -1,11 +1,11 @@
-# Typed loops over one block of adjacent dims of a fast array (lucid/_block_loops.h): sum/mean,
+# Typed loops over one block of adjacent dims of a fast array (lucid/kernels/block_loops.h): sum/mean,
 # amax/amin and sum_to reduce with them, binary arithmetic broadcasts an operand over a block
 # with them, and index_backward scatters rows of a trailing block with them, where NumPy's inner
 # loop over a short axis (or np.add.at's machinery) is slow.
 
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
-cdef extern from "_block_loops.h" nogil:
+cdef extern from "kernels/block_loops.h" nogil:
     void lucid_binary_block_f32(int op, const float* a, const float* s, float* o, long outer,
                                 long n, long inner)
     void lucid_binary_block_f64(int op, const double* a, const double* s, double* o, long outer,

@@ -18,7 +18,7 @@ cdef class BinaryBackward(Node):
                 None if gb is None else reduce_grad(gb, self.b_shape, self.b_dtype))
 
 
-# Note [Elementwise rules] (ops/unary.pxi) for binary ops: rule_x(g, x, y) and rule_y(g, x, y)
+# Note [Elementwise rules] (ops/elementwise/unary.pxi) for binary ops: rule_x(g, x, y) and rule_y(g, x, y)
 # are the gradient terms of each input; backward reduces them to the input's shape, the jvp
 # sums rule_x(tx) + rule_y(ty) (broadcast to the output's shape).
 
@@ -247,7 +247,7 @@ cdef enum BinaryOp:
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW
 
 cdef inline int fast_op_of(int op) noexcept:
-    """The typed loop's code (_loops.h FastOp) of OP_ADD ... OP_DIV."""
+    """The typed loop's code (kernels/loops.h FastOp) of OP_ADD ... OP_DIV."""
     return F_ADD if op == OP_ADD else F_SUB if op == OP_SUB else F_MUL if op == OP_MUL else F_DIV
 
 

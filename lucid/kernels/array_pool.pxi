@@ -1,7 +1,7 @@
 # The array pool: small arrays that died unshared, kept for the next typed loop that needs one.
 #
 # Note [Array pool]
-#   A small op on fast arrays (lucid/_fast.pxi) costs a few tens of nanoseconds of arithmetic
+#   A small op on fast arrays (lucid/kernels/typed_loops.pxi) costs a few tens of nanoseconds of arithmetic
 #   and several hundred of NumPy making its output array (PyArray_Empty: the descriptor, the
 #   dims, the memory handler read from a context variable, the flags) and later freeing it. A
 #   chain of ops makes and drops one such array per op, forward and backward. So a tensor (or a
