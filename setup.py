@@ -6,8 +6,12 @@ LUCID_SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer (-O
 the array pool, whose recycled memory would hide a use after free from ASan; run it under the
 release interpreter with libasan preloaded (.ci/sanitize, which also holds the suppressions).
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
-Switching between the builds regenerates and recompiles the extension (the mode of the last
-build is remembered in build/lucid-build-mode), so a release build never reuses debug output.
+A build whose inputs are those of the last one that succeeded here (the sources, the mode, the
+flags, the Cython, NumPy and Python versions: build/lucid-build-inputs holds their digest) reuses
+its output: neither Cython nor the compiler runs again, so README's second install command does
+not compile what its first one did (each runs in its own isolated build environment, whose fresh
+files would otherwise look newer than the generated C). Any other change regenerates and
+recompiles, so a release build never reuses debug output.
 """
 import os
 import sys
@@ -15,26 +19,47 @@ import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("LUCID_SANITIZE", "") not in ("", "0")
 MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
-MODE_FILE = os.path.join("build", "lucid-build-mode")
+INPUTS_FILE = os.path.join("build", "lucid-build-inputs")
+GENERATED_C = os.path.join("lucid", "_core.c")
 
 
-def mode_changed():
-    """Record this build's mode; True unless the last build is known to be of this mode."""
+def build_inputs_digest(*settings):
+    """sha256 of everything the compiled core depends on: its sources, this file, the settings."""
+    import hashlib
+    import Cython
+    digest = hashlib.sha256()
+    for value in (MODE, sys.version, Cython.__version__, numpy.__version__, *settings):
+        digest.update(repr(value).encode() + b"\0")
+    sources = [os.path.join(root, name) for root, _, names in os.walk("lucid") for name in names
+               if name.endswith((".pyx", ".pxd", ".pxi", ".h"))]
+    for path in sorted(sources) + ["setup.py"]:
+        with open(path, "rb") as f:
+            digest.update(path.encode() + b"\0" + f.read() + b"\0")
+    return digest.hexdigest()
+
+
+def last_build_inputs():
     try:
-        with open(MODE_FILE) as f:
-            previous = f.read().strip()
+        with open(INPUTS_FILE) as f:
+            return f.read().strip()
     except OSError:
-        previous = None
-    if previous == MODE:
-        return False
-    os.makedirs(os.path.dirname(MODE_FILE), exist_ok=True)
-    with open(MODE_FILE, "w") as f:
-        f.write(MODE + "\n")
-    return True
+        return None
+
+
+class BuildExtRemembering(build_ext):
+    """build_ext that records the inputs of a build that succeeded (see the module docstring)."""
+
+    def run(self):
+        super().run()
+        os.makedirs(os.path.dirname(INPUTS_FILE), exist_ok=True)
+        with open(INPUTS_FILE, "w") as f:
+            f.write(INPUTS + "\n")
+
 
 if sys.platform == "win32":                      # MSVC: debug info only with /Zi
     COMPILE_ARGS = ["/Od", "/Zi"] if DEBUG else ["/O2"]
@@ -84,10 +109,10 @@ DIRECTIVES = {
     "allow_none_for_extension_args": False,
 }
 
-extensions = [
-    Extension(
+def core_extension(source):
+    return Extension(
         "lucid._core",
-        ["lucid/_core.pyx"],
+        [source],
         include_dirs=[numpy.get_include(), "lucid"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")] +
         ([("LUCID_DEBUG", "1")] if DEBUG else []) +
@@ -95,13 +120,16 @@ extensions = [
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
     )
-]
 
-setup(
-    ext_modules=cythonize(
-        extensions,
-        compiler_directives=DIRECTIVES,
-        force=mode_changed(),
-        annotate=os.environ.get("LUCID_ANNOTATE", "") not in ("", "0"),
-    ),
-)
+
+ANNOTATE = os.environ.get("LUCID_ANNOTATE", "") not in ("", "0")
+INPUTS = build_inputs_digest(DIRECTIVES, COMPILE_ARGS, LINK_ARGS, ANNOTATE)
+if INPUTS == last_build_inputs() and os.path.exists(GENERATED_C):
+    # the C of the last successful build is this build's: build_ext compiles it only when its
+    # output is missing or older
+    extensions = [core_extension(GENERATED_C)]
+else:
+    extensions = cythonize([core_extension("lucid/_core.pyx")], compiler_directives=DIRECTIVES,
+                           force=True, annotate=ANNOTATE)
+
+setup(ext_modules=extensions, cmdclass={"build_ext": BuildExtRemembering})
