@@ -20,6 +20,7 @@ import numpy as np
 cnp.import_array()
 
 include "_grad_mode.pxi"
+include "_levels.pxi"
 include "_gc.pxi"
 include "_dtypes.pxi"
 include "_storage.pxi"
