@@ -2,10 +2,15 @@
 #
 # This file is the index of the core and the front door for native custom ops: a separate Cython
 # package can `from lucid._core cimport Tensor, Node, ...` (put `lucid.get_include()` on its
-# include path). The C layout of these classes (their fields and their cdef methods) is an ABI:
-# any change to it bumps ABI_VERSION below, and a native op built against another version fails
-# at import (see check_abi). Rarely used state lives in lazily made side objects (NodeExtra), so
-# new features add fields there, not to Node or Tensor.
+# include path). The C layout of these classes (their fields and their cdef methods), and of the
+# structs and enums below, is an ABI: any change to it bumps ABI_VERSION below, and a native op
+# built against another version fails at import (see check_abi). Rarely used state lives in
+# lazily made side objects (NodeExtra, TensorExtra), so new features add fields there, not to
+# Node or Tensor. No class here may get smaller from one layout to the next: Cython's import of
+# a class smaller than the one a module was compiled against fails with a ValueError ("size
+# changed") before the module's check_abi call can run, so a removed field leaves an unused
+# pointer-sized pad behind (tests/test_abi_guard.py builds a module against the previous
+# layout's pxd to check it).
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
@@ -17,7 +22,7 @@ cimport numpy as cnp
 # ABI guard
 # ------------------------------------------------------------------------------------------------
 cdef enum:
-    ABI_VERSION = 4                             # bumped by every change to a field or cdef method
+    ABI_VERSION = 5                             # bumped by every change to a field or cdef method
 
 # A native op's module calls check_abi(ABI_VERSION) at import: it raises ImportError naming both
 # versions when the lucid it runs against was built with another layout.
@@ -32,13 +37,60 @@ cdef bint set_grad_enabled_c(bint on) noexcept nogil   # set it; returns the pre
 
 
 # ------------------------------------------------------------------------------------------------
+# dtype codes: the dtypes lucid's C code tells apart (complex ones reserved: no tensor has them yet)
+# ------------------------------------------------------------------------------------------------
+cdef enum DtypeCode:
+    DTYPE_BOOL = 0
+    DTYPE_INT32 = 1
+    DTYPE_INT64 = 2
+    DTYPE_FLOAT32 = 3
+    DTYPE_FLOAT64 = 4
+    DTYPE_COMPLEX64 = 5
+    DTYPE_COMPLEX128 = 6
+
+cdef int dtype_code(cnp.dtype dt) noexcept     # dt's DtypeCode; -1 for any other (or non-native
+                                                # byte order) dtype, and for None
+
+
+# ------------------------------------------------------------------------------------------------
+# Transform levels: one stack per thread, for vmap's batch levels and forward mode's dual levels
+# (Note [Transform levels], lucid/base/transform_levels.pxi). Empty, it costs nothing: nothing reads it then.
+# ------------------------------------------------------------------------------------------------
+cdef enum LevelKind:
+    LEVEL_NONE = 0                              # innermost_level() of an empty stack
+    LEVEL_BATCH = 1                             # a vmap level: its tensors carry a batch dim
+    LEVEL_DUAL = 2                              # a forward-mode dual level: tensors carry tangents
+
+cdef extern from *:
+    # the element of the C thread-local stack (a C typedef: Cython cannot declare thread-locals)
+    """
+    typedef struct { int kind; long id; Py_ssize_t size; } lucid_transform_level;
+    #define LUCID_MAX_TRANSFORM_LEVELS 64
+    """
+    ctypedef struct TransformLevel "lucid_transform_level":
+        int kind                                # a LevelKind
+        long id                                 # unique in the process, > 0; a dual level's id is
+                                                # the one tangents are stamped with (fw_level)
+        Py_ssize_t size                         # a batch level's batch size (0 for a dual level)
+    enum: MAX_TRANSFORM_LEVELS "LUCID_MAX_TRANSFORM_LEVELS"   # the stack's depth limit
+
+cdef long push_level(int kind, Py_ssize_t size) except -1   # enter a level; returns its id
+                                                # (RuntimeError when MAX_TRANSFORM_LEVELS are in)
+cdef int pop_level(long id) except -1           # exit level id: RuntimeError unless innermost
+                                                # (and for forward mode's active dual level)
+cdef int transform_depth() noexcept nogil       # levels on this thread's stack
+cdef TransformLevel innermost_level() noexcept nogil   # the innermost level (kind LEVEL_NONE:
+                                                # the stack is empty)
+
+
+# ------------------------------------------------------------------------------------------------
 # Storage: the version counter shared by every tensor viewing the same memory
 # ------------------------------------------------------------------------------------------------
 cdef class Storage:
     cdef int64_t version                        # bumped by every in-place change of the memory
     cdef int64_t graph_version                  # bumped by in-place changes recorded in the graph
-    cdef object base                            # reserved (None): a storage never holds the memory
     cdef str last_op                            # the lucid op that last changed it in place
+    cdef void* _pad_base                        # unused: layout 4's `base` (see the header)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -46,10 +98,18 @@ cdef class Storage:
 # ------------------------------------------------------------------------------------------------
 cdef class TensorExtra:
     # rarely used per-tensor state, made on first need (tensor_extra), so plain tensors stay small
-    cdef object fw_grad                         # forward-mode tangent (forward_ad), or None
+    cdef object fw_grad                         # forward-mode tangent (forward_ad), or None; at
+                                                # the innermost dual level that gave it one
     cdef int fw_level                           # the dual level fw_grad belongs to (0: none)
     cdef bint inference                         # made under inference_mode: never requires grad
     cdef dict hooks                             # leaf hooks {handle id: fn}, or None
+    cdef tuple batch_dims                       # a batched tensor's ((level id, batch dim), ...),
+                                                # outermost level first, innermost last; None:
+                                                # not batched (reserved: vmap will fill it)
+    cdef list fw_outer                          # tangents at outer dual levels, [(level id,
+                                                # Tensor), ...] outermost first, or None (the
+                                                # innermost's is fw_grad; reserved: nested
+                                                # forward mode will fill it)
 
 
 cdef class Tensor:
@@ -118,11 +178,11 @@ cdef class NodeExtra:
     cdef dict post_hooks                        # {id: fn} node hooks: fn(grad_inputs, grad_outputs)
     cdef list retain_grad_slots                 # [(output_nr, weakref to tensor)]
     cdef object anomaly_trace                   # forward traceback under detect_anomaly, or None
-    cdef object jvp_fn                          # reserved: a native op's forward-mode rule
     cdef dict metadata                          # node.metadata, a free dict for users
     cdef list input_meta                        # a native node's inputs: (shape, dtype) or None
                                                 # each, what its gradients must match (Note
                                                 # [Native nodes], engine/engine.pxi)
+    cdef void* _pad_jvp_fn                      # unused: layout 4's `jvp_fn` (see the header)
 
 
 cdef class Node:
@@ -134,7 +194,12 @@ cdef class Node:
     cdef Edge _inline_edges[2]                  # storage for nodes with <= 2 inputs
     # engine bookkeeping (per traversal; saved and restored by re-entrant traversals)
     cdef int dependencies                       # edges from not-yet-run nodes of this traversal
-    cdef int exec_state                         # 0 run, 1 skip (pruned), 2 capture only
+    cdef int exec_state                         # bit flags (_engine.pxi): EXEC_RUN, apply it
+                                                # (or accumulate into the leaf); EXEC_CAPTURE,
+                                                # hand its incoming gradient to grad() or
+                                                # backward(inputs=); EXEC_QUEUED, a root already
+                                                # on the ready stack. Neither RUN nor CAPTURE: the
+                                                # node feeds no target and is not run (pruned)
     cdef uint64_t epoch                         # traversal that last touched this node
     cdef object buffer                          # pending gradient: Tensor (1 output) or list
     cdef uint64_t buffer_owned                  # bit i: slot i's buffer was allocated by the engine
@@ -147,7 +212,6 @@ cdef class Node:
     cdef object __weakref__
 
     cdef tuple apply(self, tuple grads)         # gradients of outputs -> gradients of inputs
-    cdef tuple jvp(self, tuple tangents)        # tangents of inputs -> of outputs (forward mode)
     cdef void release_saved(self)               # drop saved state (after running, or on free)
     cpdef str name(self)                        # "MulBackward", "<Function>Backward", ...
 
@@ -165,17 +229,17 @@ cdef class AccumulateGrad(Node):
 cdef Node gradient_node(Tensor t)               # t's grad_fn or its (lazily made) AccumulateGrad
 cdef int64_t next_sequence_nr() noexcept
 cdef void attach_output(Tensor out, Node node, int output_nr)   # out.grad_fn = node
+cdef Node record(Node node, Tensor a, Tensor b) # fill sequence_nr and edges from inputs a (and b)
 
 
 # ------------------------------------------------------------------------------------------------
 # Forward mode, for native ops that carry tangents (lucid/forward/forward_ad.pxi)
 # ------------------------------------------------------------------------------------------------
-cdef bint fw_enabled() noexcept nogil            # is a dual level active in this thread?
+cdef bint fw_enabled() noexcept nogil            # is a dual level active (not suspended) here?
 cdef Tensor fw_tangent(Tensor t)                 # t's tangent at the active level, or None
 cdef void fw_set_tangent(Tensor t, Tensor tangent) except *   # give t a tangent (None: nothing)
 cdef long fw_suspend() noexcept nogil            # turn forward mode off while a rule runs ...
 cdef void fw_resume(long level) noexcept nogil   # ... and back on
-cdef Node record(Node node, Tensor a, Tensor b) # fill sequence_nr and edges from inputs a (and b)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -24,11 +24,12 @@ cnp.import_array()
 # across files; a file reaching down the list (the operators in tensor/tensor.pxi call the ops)
 # goes through a name that _core.pxd declares or that the ops layer defines.
 
-# base: grad mode, GC policy, dtypes and promotion, vectorcall helpers
+# base: grad mode, GC policy, dtypes and promotion, vectorcall helpers, the transform levels
 include "base/grad_mode.pxi"
 include "base/gc.pxi"
 include "base/dtypes.pxi"
 include "base/vectorcall.pxi"
+include "base/transform_levels.pxi"
 
 # tensor and graph: storage, the tensor, saved tensors and their hooks, the node base
 include "tensor/storage.pxi"

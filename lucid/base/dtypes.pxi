@@ -16,13 +16,38 @@ cdef enum:
 
 
 cdef inline int dtype_category(cnp.dtype dt) noexcept:
-    """0 bool, 1 integer, 2 floating."""
+    """0 bool, 1 integer, 2 floating, 3 complex (no tensor is complex yet)."""
     cdef char kind = dt.kind
     if kind == b'f':
         return 2
     if kind == b'b':
         return 0
+    if kind == b'c':
+        return 3
     return 1
+
+
+cdef int dtype_code(cnp.dtype dt) noexcept:
+    """dt's DtypeCode (_core.pxd) by kind and item size; -1 for None, a non-native byte order
+    and every other dtype (float16, unsigned, ...)."""
+    if dt is None or (dt.byteorder != b'=' and dt.byteorder != b'|'):
+        return -1
+    cdef char kind = dt.kind
+    cdef Py_ssize_t size = dt.itemsize
+    if kind == b'b':
+        return DTYPE_BOOL
+    if kind == b'i':
+        return DTYPE_INT32 if size == 4 else DTYPE_INT64 if size == 8 else -1
+    if kind == b'f':
+        return DTYPE_FLOAT32 if size == 4 else DTYPE_FLOAT64 if size == 8 else -1
+    if kind == b'c':
+        return DTYPE_COMPLEX64 if size == 8 else DTYPE_COMPLEX128 if size == 16 else -1
+    return -1
+
+
+def _debug_dtype_code(dtype):
+    """Testing hook, private: dtype_code(numpy.dtype(dtype)), or of None."""
+    return dtype_code(None if dtype is None else np.dtype(dtype))
 
 
 cdef inline bint is_float_dtype(cnp.dtype dt) noexcept:

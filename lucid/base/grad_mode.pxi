@@ -34,9 +34,10 @@ def is_grad_enabled():
 
 
 # Note [Rare modes]: reading a C thread-local from a shared library is a call (__tls_get_addr),
-# so the per-op and per-tensor tests of the rare modes (a dual level, inference mode,
-# saved-tensor hooks) first read this plain process-wide count of the threads that have one
-# on: zero in the common case, and then nothing thread-local is read at all.
+# so the per-op and per-tensor tests of the rare modes (a transform level: a dual level or a
+# batch level, Note [Transform levels]; inference mode; saved-tensor hooks) first read this
+# plain process-wide count of the modes on in any thread: zero in the common case, and then
+# nothing thread-local is read at all.
 cdef int rare_modes = 0
 
 

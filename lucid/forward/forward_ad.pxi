@@ -3,8 +3,10 @@
 # Note [Forward mode]
 #   A tensor's tangent lives in its TensorExtra (fw_grad), stamped with the dual level it was
 #   made in (fw_level). A level is active per thread (lucid_fw_level, a C thread-local holding the
-#   level's id; 0 when none): a tangent whose stamp is not the active level is not there, so
-#   leaving a level drops every tangent made in it at once. Each op, after computing its output,
+#   level's id; 0 when none), entered and exited as a LEVEL_DUAL level of the thread's transform
+#   stack (Note [Transform levels]), which gives it its id: a tangent whose stamp is not the
+#   active level is not there, so leaving a level drops every tangent made in it at once. One
+#   dual level at a time for now: entering a second raises. Each op, after computing its output,
 #   checks one flag (fw_active) and only then reads its inputs' tangents and runs its jvp rule.
 #   Rules are written with lucid's differentiable ops and run with forward mode suspended (a
 #   tangent has no tangent of its own), but with grad mode as it is, so reverse mode can
@@ -20,9 +22,6 @@
 #   copy when the strides differ), so view ops make views of both or of neither. In-place
 #   ops then write the new tangent into the tangent's memory (ops/elementwise/inplace.pxi), which is how
 #   the base and the other views of a changed view see their new tangent.
-
-cdef long _fw_level_counter = 0
-
 
 cdef inline bint fw_active() noexcept nogil:
     """Is a dual level active in this thread (and not suspended for a jvp rule)? (Note [Rare
@@ -235,27 +234,25 @@ cdef Tensor alias(Tensor a):
 # -- the Python entry points (lucid.autograd.forward_ad) ----------------------------------------
 
 def _enter_dual_level():
-    """Start a dual level in this thread; returns its id."""
-    global _fw_level_counter, lucid_fw_level, rare_modes
+    """Start a dual level in this thread (a LEVEL_DUAL transform level); returns its id."""
+    global lucid_fw_level
     if lucid_fw_level != 0:
         raise RuntimeError("nested forward-mode levels are not supported: a dual level is "
                            "already active in this thread (exit it first)")
-    _fw_level_counter += 1
-    lucid_fw_level = _fw_level_counter
-    rare_modes += 1                            # Note [Rare modes]
+    lucid_fw_level = push_level(LEVEL_DUAL, 0)   # counts in rare_modes (Note [Rare modes])
     return lucid_fw_level
 
 
 def _exit_dual_level(level=None):
     """End this thread's dual level: every tangent made in it is dropped."""
-    global lucid_fw_level, rare_modes
+    global lucid_fw_level
     if lucid_fw_level == 0:
         raise RuntimeError("exit_dual_level: no dual level is active in this thread")
     if level is not None and level != lucid_fw_level:
         raise RuntimeError(f"exit_dual_level: level {level} is not the active level "
                            f"({lucid_fw_level})")
+    exit_level(lucid_fw_level, "exit_dual_level")   # raises, changing nothing, unless innermost
     lucid_fw_level = 0
-    rare_modes -= 1                            # Note [Rare modes]
 
 
 def _current_dual_level():

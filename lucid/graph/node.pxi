@@ -67,9 +67,6 @@ cdef class Node:
     cdef tuple apply(self, tuple grads):
         raise NotImplementedError(f"{self.name()} does not implement apply")
 
-    cdef tuple jvp(self, tuple tangents):
-        raise NotImplementedError(f"{self.name()} does not implement forward-mode AD (jvp)")
-
     cdef void release_saved(self):
         pass
 

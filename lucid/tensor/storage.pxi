@@ -18,11 +18,6 @@ cdef class Storage:
         return self.graph_version
 
     @property
-    def base(self):
-        """Reserved (None): a storage never holds the memory."""
-        return self.base
-
-    @property
     def last_op(self):
         """The lucid op that last changed the memory in place (None before any)."""
         return self.last_op
