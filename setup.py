@@ -7,13 +7,14 @@ the array pool, whose recycled memory would hide a use after free from ASan; run
 release interpreter with libasan preloaded (.ci/sanitize, which also holds the suppressions).
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
 A build whose inputs are those of the last one that succeeded here (the sources, the mode, the
-flags, the Cython, NumPy and Python versions: build/lucid-build-inputs holds their digest) reuses
-its output: neither Cython nor the compiler runs again, so README's second install command does
+flags, the Cython, NumPy and Python versions: build/lucid-last-build/ keeps their digest and the
+module made) reuses that module: neither Cython nor the compiler runs again, so README's second install command does
 not compile what its first one did (each runs in its own isolated build environment, whose fresh
 files would otherwise look newer than the generated C). Any other change regenerates and
 recompiles, so a release build never reuses debug output.
 """
 import os
+import shutil
 import sys
 
 import numpy
@@ -24,7 +25,8 @@ from setuptools.command.build_ext import build_ext
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("LUCID_SANITIZE", "") not in ("", "0")
 MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
-INPUTS_FILE = os.path.join("build", "lucid-build-inputs")
+LAST_BUILD = os.path.join("build", "lucid-last-build")   # the digest and the module it made
+INPUTS_FILE = os.path.join(LAST_BUILD, "inputs")
 GENERATED_C = os.path.join("lucid", "_core.c")
 
 
@@ -52,11 +54,23 @@ def last_build_inputs():
 
 
 class BuildExtRemembering(build_ext):
-    """build_ext that records the inputs of a build that succeeded (see the module docstring)."""
+    """build_ext that keeps the module of a build that succeeded, with its inputs' digest, and
+    gives it back (instead of compiling) to a build whose inputs are the same."""
+
+    def build_extension(self, ext):
+        target = self.get_ext_fullpath(ext.name)
+        kept = os.path.join(LAST_BUILD, os.path.basename(target))
+        if REUSE and os.path.exists(kept):
+            print(f"lucid: the inputs of {ext.name} are those of the last build: reusing {kept}")
+            self.mkpath(os.path.dirname(target))
+            shutil.copy2(kept, target)
+            return
+        super().build_extension(ext)
+        os.makedirs(LAST_BUILD, exist_ok=True)
+        shutil.copy2(target, kept)
 
     def run(self):
         super().run()
-        os.makedirs(os.path.dirname(INPUTS_FILE), exist_ok=True)
         with open(INPUTS_FILE, "w") as f:
             f.write(INPUTS + "\n")
 
@@ -124,10 +138,9 @@ def core_extension(source):
 
 ANNOTATE = os.environ.get("LUCID_ANNOTATE", "") not in ("", "0")
 INPUTS = build_inputs_digest(DIRECTIVES, COMPILE_ARGS, LINK_ARGS, ANNOTATE)
-if INPUTS == last_build_inputs() and os.path.exists(GENERATED_C):
-    # the C of the last successful build is this build's: build_ext compiles it only when its
-    # output is missing or older
-    extensions = [core_extension(GENERATED_C)]
+REUSE = INPUTS == last_build_inputs() and os.path.exists(GENERATED_C)
+if REUSE:
+    extensions = [core_extension(GENERATED_C)]     # Cython's output of the last build is this one's
 else:
     extensions = cythonize([core_extension("lucid/_core.pyx")], compiler_directives=DIRECTIVES,
                            force=True, annotate=ANNOTATE)
