@@ -30,16 +30,21 @@ include "base/gc.pxi"
 include "base/dtypes.pxi"
 include "base/vectorcall.pxi"
 include "base/transform_levels.pxi"
+include "base/abi.pxi"
 
 # tensor and graph: storage, the tensor, saved tensors and their hooks, the node base
 include "tensor/storage.pxi"
 include "graph/saved.pxi"
 include "graph/saved_hooks.pxi"
 include "graph/node.pxi"
+include "graph/hook_handles.pxi"
 include "diagnostics/anomaly.pxi"
 include "diagnostics/creation_site.pxi"
 include "diagnostics/profile.pxi"
 include "tensor/tensor.pxi"
+include "tensor/methods.pxi"
+include "tensor/arguments.pxi"
+include "tensor/copying.pxi"
 include "forward/forward_ad.pxi"
 
 # kernels: NumPy calls, typed C loops (one element, a block of dims), the small-array pool
@@ -78,7 +83,7 @@ include "ops/elementwise/compare.pxi"
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"
 include "tensor/convert.pxi"
-include "tensor/methods.pxi"
+include "tensor/function_methods.pxi"
 
 # custom Functions, then the engine that runs every node
 include "function/function.pxi"

@@ -103,3 +103,94 @@ cdef Tensor new_tensor_from(Tensor t, object data, object dtype, bint requires_g
     from lucid._creation import tensor_from
     return tensor_from(data, descr(t.data) if dtype is None else dtype, requires_grad,
                        "new_tensor")
+
+
+# -- Tensor methods: conversions and constructors reached from a tensor (installed on Tensor below) ----------
+
+def _tensor_float(Tensor self):
+    """self cast to float32 (self if it already is)."""
+    return cast(self, float32)
+
+
+def _tensor_double(Tensor self):
+    """self cast to float64 (self if it already is)."""
+    return cast(self, float64)
+
+
+def _tensor_long(Tensor self):
+    """self cast to int64 (no gradient)."""
+    return cast(self, int64)
+
+
+def _tensor_int(Tensor self):
+    """self cast to int32 (no gradient)."""
+    return cast(self, int32)
+
+
+def _tensor_bool(Tensor self):
+    """self cast to bool: True where non-zero (no gradient)."""
+    return cast(self, bool_)
+
+
+def _tensor_to(Tensor self, *args, **kwargs):
+    """This tensor with another dtype (and on "cpu", lucid's one device); self if unchanged."""
+    return tensor_to(self, args, kwargs)
+
+
+def _tensor_type(Tensor self, dtype=None):
+    """'lucid.FloatTensor' (etc.) without an argument; else this tensor cast to dtype."""
+    return tensor_type(self, dtype)
+
+
+def _tensor_cpu(Tensor self):
+    """This tensor (lucid tensors live on the CPU)."""
+    return self
+
+
+def _tensor_new_zeros(Tensor self, *size, dtype=None, requires_grad=False):
+    """A new tensor of zeros of the given size, with self's dtype unless dtype is given."""
+    return new_filled(self, size, 0, dtype, requires_grad, "new_zeros")
+
+
+def _tensor_new_ones(Tensor self, *size, dtype=None, requires_grad=False):
+    """A new tensor of ones of the given size, with self's dtype unless dtype is given."""
+    return new_filled(self, size, 1, dtype, requires_grad, "new_ones")
+
+
+def _tensor_new_empty(Tensor self, *size, dtype=None, requires_grad=False):
+    """A new uninitialised tensor of the given size, with self's dtype unless dtype is given."""
+    return new_filled(self, size, None, dtype, requires_grad, "new_empty")
+
+
+def _tensor_new_full(Tensor self, size, fill_value, *, dtype=None, requires_grad=False):
+    """A new tensor of size filled with fill_value, with self's dtype unless dtype is given."""
+    return new_filled(self, (size,), check_fill_value(fill_value, descr(self.data), "new_full"),
+                      dtype, requires_grad, "new_full")
+
+
+def _tensor_new_tensor(Tensor self, data, *, dtype=None, requires_grad=False):
+    """A new leaf tensor holding a copy of data, with self's dtype unless dtype is given."""
+    return new_tensor_from(self, data, dtype, requires_grad)
+
+
+def _tensor_half(Tensor self):
+    """float16 is not a lucid dtype: TypeError."""
+    raise TypeError("half(): lucid has no float16 dtype; use .float() (float32) or .double()")
+
+
+install_methods(Tensor, {
+    "float": _tensor_float,
+    "double": _tensor_double,
+    "long": _tensor_long,
+    "int": _tensor_int,
+    "bool": _tensor_bool,
+    "to": _tensor_to,
+    "type": _tensor_type,
+    "cpu": _tensor_cpu,
+    "new_zeros": _tensor_new_zeros,
+    "new_ones": _tensor_new_ones,
+    "new_empty": _tensor_new_empty,
+    "new_full": _tensor_new_full,
+    "new_tensor": _tensor_new_tensor,
+    "half": _tensor_half,
+})

@@ -142,20 +142,7 @@ cdef class Tensor:
         self._requires_grad = flag
         return self
 
-    def numpy(self):
-        """The ndarray behind this tensor (shares memory)."""
-        if self.requires_grad_c():
-            raise RuntimeError("can't call numpy() on a tensor that requires grad; "
-                               "use tensor.detach().numpy()")
-        return self.data
 
-    def __array__(self, dtype=None, copy=None):
-        if self.requires_grad_c():
-            raise RuntimeError("can't convert a tensor that requires grad to an array; "
-                               "use tensor.detach().numpy()")
-        if copy:
-            return np.array(self.data, dtype=dtype, copy=True)
-        return self.data if dtype is None else self.data.astype(dtype, copy=False)
 
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
@@ -239,30 +226,6 @@ cdef class Tensor:
         add_retain_grad_slot(self)
         self._retains_grad = True
 
-    def register_hook(self, hook):
-        """Call hook(grad) when this tensor's gradient is computed; it may return a replacement."""
-        if not callable(hook):
-            raise TypeError(f"register_hook: hook must be callable, not {type(hook).__name__}")
-        if not self.requires_grad_c():
-            raise RuntimeError("register_hook: can't register a hook on a tensor that doesn't "
-                               "require grad")
-        check_not_stale(self)
-        cdef dict hooks
-        cdef NodeExtra extra
-        cdef TensorExtra leaf_extra
-        gc_track(self)                   # Note [GC tracking]: the hook may capture self
-        if self._grad_fn is None:
-            leaf_extra = tensor_extra(self)
-            gc_track(leaf_extra)         # the hooks live here
-            if leaf_extra.hooks is None:
-                leaf_extra.hooks = {}
-            hooks = leaf_extra.hooks
-        else:
-            extra = self._grad_fn.get_extra()
-            if extra.tensor_pre_hooks is None:
-                extra.tensor_pre_hooks = {}
-            hooks = extra.tensor_pre_hooks.setdefault(self._output_nr, {})
-        return add_hook(hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's .grad (see lucid.autograd.backward)."""
@@ -270,69 +233,20 @@ cdef class Tensor:
                  create_graph, inputs)
 
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export this tensor's memory through DLPack (zero-copy; CPU)."""
-        if self.requires_grad_c():
-            raise RuntimeError("can't export a tensor that requires grad through DLPack; use "
-                               "tensor.detach()")
-        kwargs = {}
-        if max_version is not None:
-            kwargs["max_version"] = max_version
-        if dl_device is not None:
-            kwargs["dl_device"] = dl_device
-        if copy is not None:
-            kwargs["copy"] = copy
-        return self.data.__dlpack__(stream=stream, **kwargs)
 
-    def __dlpack_device__(self):
-        """(device type, device id): (1, 0), the CPU."""
-        return (1, 0)
 
-    def __copy__(self):
-        return leaf_copy(self, False, None)
 
-    def __deepcopy__(self, memo):
-        return leaf_copy(self, True, memo)
 
-    def __reduce_ex__(self, protocol):
-        return leaf_reduce(self)
 
-    def float(self):
-        """self cast to float32 (self if it already is)."""
-        return cast(self, float32)
 
-    def double(self):
-        """self cast to float64 (self if it already is)."""
-        return cast(self, float64)
 
-    def long(self):
-        """self cast to int64 (no gradient)."""
-        return cast(self, int64)
 
-    def int(self):
-        """self cast to int32 (no gradient)."""
-        return cast(self, int32)
 
-    def bool(self):
-        """self cast to bool: True where non-zero (no gradient)."""
-        return cast(self, bool_)
 
     def __repr__(self):
         return tensor_repr(self)
 
-    def __format__(self, spec):
-        """A 0-d tensor formats like its number (f"{t:.2f}"); others only with an empty spec."""
-        if ndim_of(self.data) == 0:
-            return format(self.data.item(), spec)
-        if not spec:
-            return tensor_repr(self)
-        raise TypeError(f"unsupported format string {spec!r} for a tensor of shape "
-                        f"{self.data.shape}: only 0-d tensors format like numbers; format "
-                        "t.item() or the values of t.tolist()")
 
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """NumPy ufuncs on tensors run as lucid ops and give tensors (see array_ufunc)."""
-        return array_ufunc(ufunc, method, inputs, kwargs)
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
@@ -499,81 +413,18 @@ cdef class Tensor:
         """True when self's memory is C-contiguous."""
         return bool(self.data.flags.c_contiguous)
 
-    # -- conversions (tensor/convert.pxi) --------------------------------------------------------
-    def to(self, *args, **kwargs):
-        """This tensor with another dtype (and on "cpu", lucid's one device); self if unchanged."""
-        return tensor_to(self, args, kwargs)
 
-    def type(self, dtype=None):
-        """'lucid.FloatTensor' (etc.) without an argument; else this tensor cast to dtype."""
-        return tensor_type(self, dtype)
 
-    def cpu(self):
-        """This tensor (lucid tensors live on the CPU)."""
-        return self
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False):
-        """A new tensor of zeros of the given size, with self's dtype unless dtype is given."""
-        return new_filled(self, size, 0, dtype, requires_grad, "new_zeros")
 
-    def new_ones(self, *size, dtype=None, requires_grad=False):
-        """A new tensor of ones of the given size, with self's dtype unless dtype is given."""
-        return new_filled(self, size, 1, dtype, requires_grad, "new_ones")
 
-    def new_empty(self, *size, dtype=None, requires_grad=False):
-        """A new uninitialised tensor of the given size, with self's dtype unless dtype is given."""
-        return new_filled(self, size, None, dtype, requires_grad, "new_empty")
 
-    def new_full(self, size, fill_value, *, dtype=None, requires_grad=False):
-        """A new tensor of size filled with fill_value, with self's dtype unless dtype is given."""
-        return new_filled(self, (size,), check_fill_value(fill_value, descr(self.data), "new_full"),
-                          dtype, requires_grad, "new_full")
 
-    def new_tensor(self, data, *, dtype=None, requires_grad=False):
-        """A new leaf tensor holding a copy of data, with self's dtype unless dtype is given."""
-        return new_tensor_from(self, data, dtype, requires_grad)
 
-    def half(self):
-        """float16 is not a lucid dtype: TypeError."""
-        raise TypeError("half(): lucid has no float16 dtype; use .float() (float32) or .double()")
 
     def is_inference(self):
         """True for a tensor made under lucid.inference_mode()."""
         return is_inference(self)
-
-
-cdef Py_ssize_t _hook_counter = 0
-
-
-cdef class RemovableHandle:
-    """Returned by register_hook; remove() unregisters the hook."""
-    cdef object hooks_ref
-    cdef readonly object id
-
-    def __init__(self, dict hooks):
-        global _hook_counter
-        _hook_counter += 1
-        self.hooks_ref = hooks
-        self.id = _hook_counter
-
-    def remove(self):
-        """Unregister the hook (a second call does nothing)."""
-        if self.hooks_ref is not None:
-            self.hooks_ref.pop(self.id, None)
-            self.hooks_ref = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-cdef RemovableHandle add_hook(dict hooks, object fn):
-    """Register fn in hooks; the handle removes it."""
-    cdef RemovableHandle handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle
 
 
 @cython.freelist(256)
@@ -660,147 +511,6 @@ cdef inline int64_t view_taken_at(Tensor t) noexcept:
     return t._view_version if t._view_version >= 0 else -1 - t._view_version
 
 
-cdef Tensor scalar_operand(object value):
-    """A Python number as a 0-d tensor that ranks below every tensor in promotion."""
-    cdef Tensor t
-    if isinstance(value, bool):
-        t = wrap(np.array(value, dtype=bool_))
-    elif isinstance(value, int):
-        t = wrap(np.array(value, dtype=int64 if -2**63 <= value < 2**63 else float64))
-    elif isinstance(value, float):
-        t = wrap(np.array(value, dtype=float64))
-    elif isinstance(value, np.generic) and np.dtype(type(value)) in _SUPPORTED:
-        t = wrap(np.array(value))
-    else:
-        return None
-    t._wrapped_number = True
-    return t
-
-
-cdef void check_int_fits(object value, cnp.dtype dt, str op) except *:
-    """RuntimeError when value, a Python int, does not fit integer dtype dt (PyTorch's words);
-    nothing for other values and dtypes."""
-    if type(value) is not int or dt.kind != b'i':
-        return
-    cdef int overflow = 0
-    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
-    if overflow == 0 and (dt.itemsize == 8 or -2147483648 <= v <= 2147483647):
-        return
-    raise RuntimeError(f"{op}: value {value} cannot be converted to type {dtype_name(dt)} "
-                       "without overflow")
-
-
-cdef void check_scalar_fits(object value, Tensor other, cnp.dtype dt, str op) except *:
-    """A Python int meeting an integer or bool tensor must fit the result's integer dtype, or
-    int64 when the result is not an integer (it would silently become a float)."""
-    if type(value) is int and not is_float_dtype(descr(other.data)):
-        check_int_fits(value, int64 if is_float_dtype(dt) else dt, op)
-
-
-cdef inline void check_operands_fit(object x, object y, Tensor a, Tensor b, cnp.dtype dt,
-                                    str op) except *:
-    """check_scalar_fits when one of x, y (made operands a, b) was a number and the other not."""
-    if a._wrapped_number != b._wrapped_number:
-        check_scalar_fits(x if a._wrapped_number else y, b if a._wrapped_number else a, dt, op)
-
-
-cdef Tensor operand(object x, str op):
-    """A tensor for an op's argument: a Tensor as is, a Python number wrapped; else TypeError."""
-    if isinstance(x, Tensor):
-        return <Tensor>x
-    cdef Tensor t = scalar_operand(x)
-    if t is not None:
-        return t
-    if isinstance(x, cnp.ndarray):
-        if x.dtype not in _SUPPORTED:
-            raise TypeError(f"{op}: unsupported array dtype {x.dtype}")
-        return wrap(x)
-    raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
-
-
-cdef tuple shape_arg(tuple args):
-    """Accept f(2, 3) and f((2, 3)) alike."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(args[0])
-    return args
-
-
-# -- checked arguments: a bad one raises TypeError/ValueError/IndexError naming the op -----------
-
-cdef Tensor refuse_non_tensor(object x, str op, str arg):
-    raise TypeError(f"{op}: argument '{arg}' must be a Tensor, not {type(x).__name__}")
-
-
-cdef inline Tensor tensor_arg(object x, str op, str arg):
-    """x when it is a Tensor, else TypeError naming op and arg (a list or a number is refused,
-    not converted: PyTorch refuses them where an op wants a tensor)."""
-    if isinstance(x, Tensor):
-        return <Tensor>x
-    return refuse_non_tensor(x, op, arg)
-
-
-cdef inline bint is_integer(object x) noexcept:
-    """An int, a NumPy integer or a one-element integer tensor: what __index__ takes (bool is
-    not, as in PyTorch)."""
-    return PyIndex_Check(x) and x is not True and x is not False
-
-
-cdef Py_ssize_t int_arg(object x, str op, str arg) except? -1:
-    """x as a C integer: TypeError unless an integer, ValueError when it needs more than 64 bits."""
-    if not is_integer(x):
-        raise TypeError(f"{op}: argument '{arg}' must be an int, not {type(x).__name__}")
-    try:
-        return x
-    except OverflowError:
-        raise ValueError(f"{op}: argument '{arg}' is {x}, which does not fit in a 64-bit "
-                         "integer") from None
-    except TypeError as e:               # an __index__ that refuses: a float tensor
-        raise TypeError(f"{op}: argument '{arg}' must be an int, not {type(x).__name__} ({e})") \
-            from None
-
-
-cdef double float_arg(object x, str op, str arg) except? -1.0:
-    """x as a C double: TypeError unless a real number (an int, a float, a NumPy number)."""
-    if x is True or x is False or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op}: argument '{arg}' must be a number, not {type(x).__name__}")
-    return float(x)
-
-
-cdef tuple seq_arg(object seq, str op, str arg):
-    """seq as a tuple: TypeError naming op and arg unless a sequence (an int, a string and a
-    non-iterable are not)."""
-    if type(seq) is tuple:
-        return <tuple>seq
-    if not isinstance(seq, list) and (is_integer(seq) or isinstance(seq, (str, bytes))
-                                      or not hasattr(seq, "__iter__")):
-        raise TypeError(f"{op}: argument '{arg}' must be a sequence of ints, not "
-                        f"{type(seq).__name__}")
-    return tuple(seq)
-
-
-cdef tuple int_tuple(object seq, str op, str arg):
-    """seq (a sequence of integers) as a tuple of C integers, each checked by int_arg."""
-    return tuple([int_arg(v, op, arg) for v in seq_arg(seq, op, arg)])
-
-
-cdef Py_ssize_t normalize_dim(object dim, Py_ssize_t ndim, str op) except -1:
-    """dim counted from the front (a negative dim counts from the end; a 0-d tensor takes 0 and
-    -1): TypeError unless an integer, IndexError out of range, both naming op (PyTorch's words)."""
-    cdef Py_ssize_t n = ndim if ndim > 0 else 1, d
-    if not is_integer(dim):
-        raise TypeError(f"{op}: dim must be an int, not {type(dim).__name__}")
-    try:
-        d = dim
-    except OverflowError:
-        d = n                            # out of range whatever the tensor
-    except TypeError as e:               # an __index__ that refuses: a float tensor
-        raise TypeError(f"{op}: dim must be an int, not {type(dim).__name__} ({e})") from None
-    if d < -n or d >= n:
-        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
-    return d + n if d < 0 else d
-
-
 def tensor_repr(Tensor t):
     cdef object arr = t.data
     cdef str body
@@ -824,128 +534,3 @@ def tensor_repr(Tensor t):
     elif t._requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
-
-
-def from_numpy(array):
-    """A tensor sharing array's memory and dtype."""
-    if not isinstance(array, cnp.ndarray):
-        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
-    if array.dtype not in _SUPPORTED:
-        raise TypeError(f"from_numpy: unsupported dtype {array.dtype}; lucid supports float32, "
-                        "float64, int32, int64 and bool")
-    if not array.dtype.isnative:
-        raise TypeError("from_numpy: arrays in non-native byte order are not supported")
-    return wrap(array)
-
-
-def from_dlpack(obj):
-    """A tensor sharing the memory of any DLPack exporter on the CPU (NumPy arrays, PyTorch
-    CPU tensors, lucid tensors)."""
-    if not hasattr(obj, "__dlpack__"):
-        raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a NumPy array, a "
-                        f"lucid or PyTorch CPU tensor, ...), not {type(obj).__name__}")
-    try:
-        array = np.from_dlpack(obj)
-    except (BufferError, RuntimeError, TypeError, ValueError) as e:
-        raise RuntimeError(f"from_dlpack: {type(obj).__name__} could not be imported: "
-                           f"{e}") from None
-    if array.dtype not in _SUPPORTED:
-        raise TypeError(f"from_dlpack: unsupported dtype {array.dtype}; lucid supports float32, "
-                        "float64, int32, int64 and bool")
-    return wrap(array)
-
-
-def _from_array(array, bint requires_grad=False):
-    """A tensor over an ndarray lucid already owns (constructors use it)."""
-    cdef Tensor t = wrap(array)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-# -- copying and pickling: leaves only (a non-leaf's history cannot be copied) -------------------
-
-cdef void refuse_copy(Tensor t, str how) except *:
-    if t._grad_fn is not None:
-        raise RuntimeError(
-            f"can't {how} a tensor that is not a leaf (grad_fn=<{t._grad_fn.name()}>): only "
-            f"tensors created by the user (graph leaves) can be {how.rstrip('e')}ed, since their "
-            f"history can't be copied. {how.capitalize()} t.detach() (and set requires_grad on the "
-            "copy if needed)")
-
-
-def _rebuild_leaf(data, requires_grad, grad):
-    """Unpickle a leaf: its values, requires_grad and .grad (an ndarray or None)."""
-    cdef Tensor t = wrap(data)
-    if requires_grad:
-        t.requires_grad_(True)
-    if grad is not None:
-        t._grad = wrap(grad)
-    return t
-
-
-cdef object leaf_reduce(Tensor t):
-    refuse_copy(t, "pickle")
-    grad = None if t._grad is None else np.array((<Tensor>t._grad).data, copy=True)
-    return (_rebuild_leaf, (np.array(t.data, copy=True), t._requires_grad, grad))
-
-
-cdef Tensor leaf_copy(Tensor t, bint deep, dict memo):
-    """copy.copy: a new leaf over the same memory (no .grad); copy.deepcopy: new memory, .grad
-    copied too. Never the original's gradient accumulator: gradients of the copy are its own."""
-    cdef Tensor out
-    refuse_copy(t, "deepcopy" if deep else "copy")
-    if deep:
-        out = wrap(np.array(t.data, copy=True))
-        if memo is not None:
-            memo[id(t)] = out
-        if t._grad is not None:
-            out._grad = leaf_copy(<Tensor>t._grad, True, memo) if (<Tensor>t._grad)._grad_fn is \
-                None else wrap(np.array((<Tensor>t._grad).data, copy=True))
-    else:
-        out = wrap(t.data)
-        out._storage = t.storage()
-    out._requires_grad = t._requires_grad
-    return out
-
-
-def _tensor_new_refused(cls, *args, **kwargs):
-    raise TypeError(f"{cls.__name__} objects can't be made with {cls.__name__}.__new__; use "
-                    "lucid.tensor(), lucid.from_numpy() or the constructors (lucid.zeros, ...)")
-
-
-cdef extern from "Python.h":
-    ctypedef struct PyTypeObject_dict "PyTypeObject":
-        PyObject* tp_dict
-    void PyType_Modified(void* type)
-
-
-cdef void set_type_attribute(type cls, str name, object value) except *:
-    """cls.name = value on an extension type (whose attributes Python code cannot set)."""
-    (<dict><object>(<PyTypeObject_dict*><PyObject*>cls).tp_dict)[name] = value
-    PyType_Modified(<void*><PyObject*>cls)
-
-
-cdef void refuse_python_new(type cls) except *:
-    """Tensor.__new__(Tensor) from Python would give a tensor without data: make it raise.
-    lucid's own code calls the C-level tp_new directly and is not affected."""
-    set_type_attribute(cls, "__new__", staticmethod(_tensor_new_refused))
-
-refuse_python_new(Tensor)
-
-
-# -- the ABI guard of native ops ---------------------------------------------------------------
-
-cdef int check_abi(int built_against) except -1:
-    """Raise ImportError unless a native op was built against this lucid's C layout."""
-    if built_against != ABI_VERSION:
-        raise ImportError(
-            f"this extension was built against lucid ABI version {built_against}, but the "
-            f"installed lucid has ABI version {ABI_VERSION}: rebuild the extension against the "
-            "installed lucid (pip install --no-build-isolation --force-reinstall <its folder>)")
-    return 0
-
-
-def _abi_version():
-    """The C layout version of lucid's core (see lucid/_core.pxd)."""
-    return ABI_VERSION
