@@ -80,6 +80,7 @@ reachable = {
     "NodeExtra": getattr(_core, "NodeExtra", None),
     "TensorExtra": getattr(_core, "TensorExtra", None),
     "SavedTensor": getattr(_core, "SavedTensor", None),
+    "Traversal": getattr(_core, "Traversal", None),
 }
 cls = reachable[which]
 if cls is None:
@@ -123,7 +124,7 @@ print("OK")
 @pytest.mark.parametrize("which", [
     "Storage", "MulBackward", "MulScalarBackward", "SumBackward", "AccumulateGrad", "Node",
     "ScaleBackward", "PythonBackwardNode", "FunctionCtx", "RemovableHandle", "NodeExtra",
-    "TensorExtra", "SavedTensor",
+    "TensorExtra", "SavedTensor", "Traversal",
 ])
 def test_cdef_class_new_then_every_public_member(which):
     """Guard next to the Tensor.__new__ fix: every other cdef class a user can reach (types of

@@ -122,6 +122,32 @@ def test_hooks_run_for_autograd_grad_too():
     assert x.grad is None
 
 
+@pytest.mark.parametrize("mode", ["grad", "backward(inputs=)"])
+def test_hooks_outside_what_is_asked_for_do_not_run(mode):
+    """Bug: grad(out, x) ran the tensor hook and the node pre- and post-hooks of a = w * 2, which
+    feeds no input asked for (its node is pruned; PyTorch runs none of them), and retain_grad
+    under backward(inputs=) gave a a .grad."""
+    x = lucid.tensor([1.0, 2.0], dtype=lucid.float64, requires_grad=True)
+    w = lucid.tensor([3.0, 4.0], dtype=lucid.float64, requires_grad=True)
+    calls = []
+    w.register_hook(lambda g: calls.append("w hook"))
+    a = w * 2.0
+    a.retain_grad()
+    a.register_hook(lambda g: calls.append("a hook"))
+    a.grad_fn.register_prehook(lambda go: calls.append("a pre-hook"))
+    a.grad_fn.register_hook(lambda gi, go: calls.append("a hook on its node"))
+    out = (x * a).sum()
+    if mode == "grad":
+        (gx,) = lucid.autograd.grad(out, x)
+        assert x.grad is None
+    else:
+        out.backward(inputs=[x])
+        gx = x.grad
+    np.testing.assert_array_equal(gx.numpy(), [6.0, 8.0])
+    assert calls == []
+    assert a.grad is None and w.grad is None
+
+
 def test_create_graph_differentiates_through_replacements():
     """With create_graph=True a replacement made with lucid ops is part of the recorded graph:
     a pre-hook tripling the gradient of y = x*x makes d/dx of grad equal 6."""

@@ -381,3 +381,24 @@ def test_dlpack_with_torch_when_installed():
     assert x.numpy()[0] == 10.0                      # shares memory
     back = torch.from_dlpack(lucid.tensor([1.0, 2.0]))
     assert back.tolist() == [1.0, 2.0]
+
+
+def test_a_node_event_spans_the_hooks_run_for_it():
+    """Each hook event lies inside the event of the node it ran for: tensor hooks and pre-hooks
+    as well as post-hooks (a node's event is the whole of its run, Note [Hook order])."""
+    x = lucid.ones(3, dtype=lucid.float64, requires_grad=True)
+    a = x * 2.0
+    y = a.sin()
+    x.register_hook(lambda g: None)
+    a.register_hook(lambda g: None)
+    a.grad_fn.register_prehook(lambda go: None)
+    a.grad_fn.register_hook(lambda gi, go: None)
+    with lucid.autograd.profile(record_nodes=True) as prof:
+        y.sum().backward()
+    nodes = {e.sequence_nr: e for e in prof.events if e.kind == "node"}
+    hooks = [e for e in prof.events if e.kind == "hook"]
+    assert len(hooks) == 4 and len(nodes) == 4
+    for hook in hooks:
+        node = nodes[hook.sequence_nr]
+        assert node.start_ns <= hook.start_ns, (node, hook)
+        assert hook.start_ns + hook.duration_ns <= node.start_ns + node.duration_ns, (node, hook)

@@ -35,12 +35,11 @@ cdef void note_forward_trace(BaseException error, Node node):
 
 
 cdef void check_nan_gradients(Node node, tuple outs) except *:
-    """In anomaly mode: a node that produced NaN gradients is an error."""
+    """In anomaly mode: a node that produced NaN gradients is an error (the engine notes the
+    node's forward traceback on it, note_raised)."""
     for i in range(len(outs)):
         g = outs[i]
         if g is not None and (<Tensor>g).data.dtype.kind == "f" and \
                 np.isnan((<Tensor>g).data).any():
-            error = RuntimeError(f"{describe(node)} returned NaN values in its gradient for "
-                                 f"input {i}")
-            note_forward_trace(error, node)
-            raise error
+            raise RuntimeError(f"{describe(node)} returned NaN values in its gradient for "
+                               f"input {i}")

@@ -1,4 +1,5 @@
-# Engine counters: one flag; when off, each counting site costs one branch.
+# Engine counters: one flag, read once per traversal; a traversal that starts while it is on
+# runs its nodes through run_node_profiled (_engine.pxi), which counts and times around run_node.
 
 from posix.time cimport timespec, clock_gettime, CLOCK_MONOTONIC
 from cpython.pythread cimport PyThread_get_thread_ident
@@ -21,7 +22,9 @@ cdef list node_events = None           # (kind, name, code, lasti, sequence_nr, 
 # while any block is open and node events are kept while any block that wants them is open;
 # nothing is zeroed or swapped. A block keeps a mark (the counters and the number of events when
 # it opened) and reports the difference at its end, so each block sees exactly what happened
-# while it was open, an enclosing block's own report included.
+# while it was open, an enclosing block's own report included. A traversal is profiled, or not,
+# as a whole: by whether a block was open when it started (a block opened inside a backward
+# counts the traversals that start after it: re-entrant ones, other threads').
 cdef int open_profiles = 0            # profile blocks open in the process
 cdef int open_recording_profiles = 0  # of them, those with record_nodes=True
 
@@ -56,6 +59,28 @@ cdef void note_python_call(Node node, str kind, int64_t start, object fn) noexce
     counters.python_ns += now_ns() - start
     if recording_nodes:
         note_event(kind, node, start, fn)
+
+
+cdef inline int64_t traversal_started() noexcept:
+    """A profiled traversal starts: count it; returns its start time."""
+    counters.backward_calls += 1
+    return now_ns()
+
+
+cdef inline void traversal_ended(int64_t started) noexcept:
+    """A profiled traversal ended: add its time to the engine's."""
+    counters.engine_ns += now_ns() - started
+
+
+cdef void note_node_done(Node node, bint ran, int64_t start) noexcept:
+    """A node of a profiled traversal is done: count it as run (and record its event from
+    start, in a record_nodes block) or as skipped (pruned, or reached by no gradient)."""
+    if not ran:
+        counters.nodes_skipped += 1
+        return
+    counters.nodes_run += 1
+    if recording_nodes:
+        note_event("node", node, start)
 
 
 cdef inline int64_t now_ns() noexcept nogil:

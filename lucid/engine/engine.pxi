@@ -5,9 +5,18 @@
 #      edges that point at it (its dependencies);
 #   2. when inputs are named (grad(), backward(inputs=)), mark which nodes must run: a node runs
 #      when some node it feeds must run or is captured (reverse topological order);
-#   3. seed the roots' buffers, then pop ready nodes (dependencies == 0), run their pre-hooks,
-#      capture, apply, release saved state unless the graph is retained, and add each returned
-#      gradient into the buffer of the node it feeds, decrementing that node's dependencies.
+#   3. seed the roots' buffers, then the edge loop (traverse): pop a ready node (dependencies ==
+#      0), run it (run_node), send each gradient it returned into the buffer of the node its edge
+#      leads to, and count that edge done; a node whose count reaches 0 is ready.
+#   run_node is Note [Hook order], one small helper a step: take the node's pending gradients;
+#   its tensor hooks, retain_grad and pre-hooks; capture for grad(); apply, or for a leaf's node
+#   accumulate into the leaf's .grad (is_leaf_node is the one test for a leaf's node);
+#   post-hooks; release its saved state unless the graph is retained. A pruned node does none of
+#   it (as in PyTorch, hooks outside what grad() needs do not run). A traversal that starts
+#   while a profile block is open runs its nodes through run_node_profiled, which counts and
+#   times around run_node; the choice is made once per traversal, outside the per-node work.
+#   An error raised while a node runs is noted once (note_raised: the node and its creation
+#   site) by run_engine's one try around the loop, not by a try per node.
 #   Per-node state lives in typed fields stamped with the traversal's epoch. A traversal started
 #   inside another (a Function's backward calling grad()) saves the state of every node it
 #   touches and restores it when it ends, so the outer traversal goes on undisturbed.
@@ -101,13 +110,14 @@ cdef inline Node edge_node(Node node, Py_ssize_t i, uint64_t epoch, dict substit
         return <Node>substitutes[child]
     return child
 
-cdef enum:
-    EXEC_RUN = 1          # call apply
-    EXEC_CAPTURE = 2      # hand the incoming gradient to grad()/backward(inputs=)
+cdef enum:                # the bits of Node.exec_state, set per traversal (0: pruned, not run)
+    EXEC_RUN = 1          # run it: apply, or accumulate into its leaf's .grad
+    EXEC_CAPTURE = 2      # hand its incoming gradients to grad()/backward(inputs=)
     EXEC_QUEUED = 4       # a root already put on the ready stack
 
 
 cdef inline void init_node(Node node, uint64_t epoch, list saved_states, int exec_state):
+    """Stamp node for this traversal (saving the state of an outer one, when re-entrant)."""
     if saved_states is not None and node.epoch != 0:
         saved_states.append((node, node.dependencies, node.epoch, node.buffer, node.buffer_owned,
                              node.exec_state))
@@ -304,7 +314,7 @@ cdef inline bint may_overwrite(Node node, Tensor g) noexcept:
         is_fast(g.data)
 
 
-cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint owned):
+cdef int add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint owned) except -1:
     """Accumulate g into node's pending gradient for output slot (owned: the engine's alone)."""
     cdef list buf
     cdef uint64_t bit
@@ -315,7 +325,7 @@ cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint o
         else:
             node.buffer = sum_gradients(<Tensor>node.buffer, g, node.buffer_owned & 1, create_graph)
             node.buffer_owned = 0 if create_graph else 1
-        return
+        return 0
     if node.buffer is None:
         node.buffer = [None] * node.num_outputs
     buf = <list>node.buffer
@@ -330,9 +340,11 @@ cdef void add_to_buffer(Node node, int slot, Tensor g, bint create_graph, bint o
         buf[slot] = sum_gradients(<Tensor>buf[slot], g, (node.buffer_owned & bit) != 0, create_graph)
         if not create_graph:
             node.buffer_owned |= bit
+    return 0
 
 
 cdef Tensor checked_hook_result(object result, Tensor g, str where, object hook):
+    """A hook's replacement for g, checked: a Tensor of g's shape and a floating dtype."""
     if not isinstance(result, Tensor):
         raise TypeError(f"a hook on {where} returned {type(result).__name__}; a hook returns a "
                         "Tensor or None")
@@ -347,19 +359,32 @@ cdef Tensor checked_hook_result(object result, Tensor g, str where, object hook)
     return <Tensor>result
 
 
+cdef void note_raised(BaseException e, Node node, str what) noexcept:
+    """Note on e where its backward was: "lucid: raised <what> <node> (created at <site>)" and,
+    in anomaly mode, the forward traceback that made node; once per node (a hook's or a
+    Function's error is noted where it was raised; the engine's own note for the node, in
+    run_engine, then adds nothing)."""
+    marker = <size_t><PyObject*>node          # the node is alive while its error propagates
+    if getattr(e, "_lucid_noted", None) == marker:
+        return
+    e.add_note(f"lucid: raised {what} {describe(node)}")
+    if anomaly_enabled:
+        note_forward_trace(e, node)
+    try:
+        e._lucid_noted = marker
+    except AttributeError:
+        pass
+
+
 cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
+    """g through each tensor hook fn(g) of hooks in order; a hook may return a replacement."""
     cdef int64_t start
     for fn in list(hooks.values()):
         start = now_ns() if profiling else 0
         try:
             result = fn(g)
         except BaseException as e:
-            e.add_note(f"lucid: raised in a hook on {where} (gradient flowing into "
-                       f"{describe(node)})")
-            try:
-                e._lucid_noted = True
-            except AttributeError:
-                pass
+            note_raised(e, node, f"in a hook on {where}, the gradient flowing into")
             raise
         finally:
             if profiling:
@@ -367,36 +392,6 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
         if result is not None:
             g = checked_hook_result(result, g, where, fn)
     return g
-
-
-cdef tuple run_pre_hooks(Node node, tuple grads, bint create_graph, bint accumulate):
-    """Tensor hooks on node's outputs (or its leaf), retain_grad (backward() only), then the
-    node's own pre-hooks: the order of Note [Hook order]."""
-    cdef list out = list(grads)
-    cdef Tensor t, g
-    cdef NodeExtra extra = node.extra
-    if type(node) is AccumulateGrad:
-        t = (<AccumulateGrad>node).variable
-        if t._extra is not None and t._extra.hooks and out[0] is not None:
-            out[0] = run_hooks(t._extra.hooks, <Tensor>out[0], "a leaf tensor", node)
-    if extra is not None and extra.tensor_pre_hooks:
-        for slot, hooks in extra.tensor_pre_hooks.items():
-            if out[slot] is not None and hooks:
-                out[slot] = run_hooks(hooks, <Tensor>out[slot], f"output {slot} of {node.name()}",
-                                      node)
-    if extra is not None and extra.retain_grad_slots and accumulate:
-        for slot, ref in extra.retain_grad_slots:
-            t = ref()
-            if t is None or out[slot] is None:
-                continue
-            g = <Tensor>out[slot]
-            if t._grad is None:
-                t._grad = g if create_graph else wrap(np.array(g.data, copy=True))
-            else:
-                t._grad = add(t._grad, g)
-    if extra is not None and extra.pre_hooks:
-        out = run_node_hooks(extra.pre_hooks, node, tuple(out), None, "pre-hook")
-    return tuple(out)
 
 
 cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs, str kind):
@@ -411,11 +406,7 @@ cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs,
         try:
             result = fn(tuple(out)) if grad_outputs is None else fn(tuple(out), grad_outputs)
         except BaseException as e:
-            e.add_note(f"lucid: raised in a node {kind} on {describe(node)}")
-            try:
-                e._lucid_noted = True
-            except AttributeError:
-                pass
+            note_raised(e, node, f"in a node {kind} on")
             raise
         finally:
             if profiling:
@@ -442,7 +433,7 @@ cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs,
     return out
 
 
-cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_graph) except *:
+cdef int accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_graph) except -1:
     """leaf.grad += g (a fresh tensor under create_graph; stolen from the engine when it can),
     under the leaf's lock (Note [Threads])."""
     if not shape_is(g.data, leaf.data.shape):
@@ -468,6 +459,249 @@ cdef void accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_gr
             (<Tensor>leaf._grad).bump_version()
     finally:
         PyThread_release_lock(lock)
+    return 0
+
+
+# -- one traversal: its state, run_node and the edge loop (Note [Engine traversal]) ------------
+
+@cython.final
+@cython.no_gc
+cdef class Traversal:
+    """One run of the engine: its settings and the state its nodes share."""
+    cdef uint64_t epoch
+    cdef bint keep_graph                # retain_graph: no node's saved state is released
+    cdef bint create_graph              # the backward is itself recorded
+    cdef bint accumulate                # backward(): retain_grad slots get their .grad
+    cdef list targets                   # grad()'s (or backward(inputs=)'s) nodes, or None
+    cdef list target_slots              # the output slot of each target
+    cdef list captured                  # the gradient captured at each target
+    cdef dict substitutes               # Note [Threads]: stand-ins for shared leaves
+    cdef PyObject* single               # Note [Gradient tuple] (owned; freed by run_engine)
+    cdef PyObject* running              # the node being run (borrowed), for an error's note
+
+
+cdef inline bint is_leaf_node(Node node) noexcept:
+    """Is node a leaf's AccumulateGrad, whose run adds into the leaf's .grad instead of apply?"""
+    return type(node) is AccumulateGrad
+
+
+cdef inline tuple take_gradients(Traversal t, Node node):
+    """node's pending gradients as the tuple its apply takes (None when none reached it); its
+    buffer is emptied."""
+    buf = node.buffer
+    node.buffer = None
+    node.buffer_owned = 0
+    if buf is None:
+        return None
+    if node.num_outputs == 1:
+        return lucid_single_tuple(&t.single, buf)   # Note [Gradient tuple]
+    return tuple(<list>buf)
+
+
+cdef inline bint has_pre_hooks(Node node, bint leaf) noexcept:
+    """Might anything run before node's apply (hooks, retain_grad)? One pointer test, mostly."""
+    return node.extra is not None or (leaf and has_leaf_hooks((<AccumulateGrad>node).variable))
+
+
+cdef void run_tensor_hooks(Node node, bint leaf, list grads) except *:
+    """The hooks of the tensors node made (of its leaf, for a leaf's node), each on its slot."""
+    cdef Tensor variable
+    if leaf and grads[0] is not None:
+        variable = (<AccumulateGrad>node).variable
+        if has_leaf_hooks(variable):
+            grads[0] = run_hooks(variable._extra.hooks, <Tensor>grads[0], "a leaf tensor", node)
+    if node.extra is None or not node.extra.tensor_pre_hooks:
+        return
+    for slot, hooks in node.extra.tensor_pre_hooks.items():
+        if grads[slot] is not None and hooks:
+            grads[slot] = run_hooks(hooks, <Tensor>grads[slot], f"output {slot} of {node.name()}",
+                                    node)
+
+
+cdef void retain_grads(Traversal t, Node node, list grads) except *:
+    """Each tensor of node that retains its grad (retain_grad) gets its slot's gradient added
+    into its .grad; only under backward()."""
+    cdef Tensor r, g
+    if not t.accumulate or node.extra is None or not node.extra.retain_grad_slots:
+        return
+    for slot, ref in node.extra.retain_grad_slots:
+        r = ref()
+        if r is None or grads[slot] is None:
+            continue
+        g = <Tensor>grads[slot]
+        if r._grad is None:
+            r._grad = g if t.create_graph else wrap(np.array(g.data, copy=True))
+        else:
+            r._grad = add(r._grad, g)
+
+
+cdef tuple run_pre_hooks(Traversal t, Node node, bint leaf, tuple grads):
+    """grads after what runs before node's apply (Note [Hook order]): tensor hooks, retain_grad,
+    then node pre-hooks."""
+    cdef list out = list(grads)
+    run_tensor_hooks(node, leaf, out)
+    retain_grads(t, node, out)
+    if node.extra is not None and node.extra.pre_hooks:
+        out = run_node_hooks(node.extra.pre_hooks, node, tuple(out), None, "pre-hook")
+    return tuple(out)
+
+
+cdef int capture(Traversal t, Node node, tuple grads) except -1:
+    """Hand node's incoming gradients to each target of grad()/backward(inputs=) that is node."""
+    cdef Py_ssize_t k
+    for k in range(len(t.targets)):
+        if t.targets[k] is node:
+            t.captured[k] = grads[<Py_ssize_t>t.target_slots[k]]
+    return 0
+
+
+cdef inline tuple apply_node(Traversal t, Node node, bint leaf, tuple grads, uint64_t owned):
+    """node's input gradients from grads: a leaf's node adds grads[0] into the leaf's .grad and
+    returns (); any other node's apply computes them (into the buffers owned allows)."""
+    cdef tuple outs
+    if node.released:
+        raise_freed_graph(node)
+    if leaf:
+        if grads[0] is not None:
+            accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0], owned & 1,
+                                 t.create_graph)
+        return ()
+    node.buffer_owned = owned               # Note [Gradient ownership]: may_overwrite reads it
+    outs = call_apply(node, grads)          # (if it raises, the traversal ends, and the next one
+    node.buffer_owned = 0                   # stamps node afresh)
+    return outs
+
+
+cdef inline bint has_post_hooks(Node node) noexcept:
+    """Has node hooks to run after its apply (node.register_hook)?"""
+    return node.extra is not None and bool(node.extra.post_hooks)
+
+
+cdef inline void release_node(Node node) noexcept:
+    """Drop node's saved state after it ran (retain_graph=False): a second run raises."""
+    node.release_saved()
+    node.released = True
+
+
+cdef tuple run_node(Traversal t, Node node):
+    """Run a ready node (Note [Hook order]) and return its input gradients (None: none). A
+    pruned node (neither run nor captured) does nothing, its hooks included."""
+    cdef uint64_t owned = node.buffer_owned  # Note [Gradient ownership]
+    cdef tuple grads = take_gradients(t, node)
+    cdef tuple outs = None
+    cdef bint leaf = is_leaf_node(node)
+    if grads is None:                        # no gradient reached it
+        return None
+    if node.exec_state & (EXEC_RUN | EXEC_CAPTURE):
+        if has_pre_hooks(node, leaf):
+            grads = run_pre_hooks(t, node, leaf, grads)
+            owned = 0                        # a hook may keep what it was given
+        if node.exec_state & EXEC_CAPTURE:
+            capture(t, node, grads)
+            owned = 0
+        if node.exec_state & EXEC_RUN:
+            outs = apply_node(t, node, leaf, grads, owned)
+            if has_post_hooks(node):
+                outs = tuple(run_node_hooks(node.extra.post_hooks, node, outs, grads, "hook"))
+            if not leaf and not t.keep_graph:   # a leaf's node serves every graph of its leaf
+                release_node(node)
+    grads = None                             # the engine's reference to what apply got goes,
+    lucid_single_clear(&t.single)            # so ownership can pass on (Note [Gradient tuple])
+    return outs
+
+
+cdef tuple run_node_profiled(Traversal t, Node node):
+    """run_node, counted as run or skipped and timed as the node's event (Note [Nested
+    profiles])."""
+    cdef bint runs = node.buffer is not None and (node.exec_state & EXEC_RUN) != 0
+    cdef int64_t start = now_ns()
+    cdef tuple outs = run_node(t, node)
+    note_node_done(node, runs, start)
+    return outs
+
+
+cdef inline int propagate(Traversal t, Node node, tuple outs, NodeStack* ready) except -1:
+    """Send each gradient of outs along its edge of node into the buffer of the node the edge
+    leads to, and count the edge done: a node with no edge left pending is ready."""
+    cdef Node child
+    cdef Py_ssize_t i
+    for i in range(node.num_inputs):
+        if node.next_edges[i].node == NULL:
+            continue
+        child = <Node>node.next_edges[i].node
+        if child.epoch != t.epoch:
+            child = <Node>t.substitutes[child]      # Note [Threads]
+        if outs is not None:
+            g = outs[i]
+            if g is not None:                # references: the outs tuple and g
+                add_to_buffer(child, node.next_edges[i].input_nr, <Tensor>g, t.create_graph,
+                              engine_holds_only(g, 2))
+            g = None
+        child.dependencies -= 1
+        if child.dependencies == 0:
+            stack_push(ready, <PyObject*>child)
+    return 0
+
+
+ctypedef tuple (*NodeRunner)(Traversal t, Node node)
+
+
+cdef int traverse(Traversal t, NodeStack* ready, NodeRunner run) except -1:
+    """The edge loop: run each ready node (run_node, or run_node_profiled), then send its
+    gradients along its edges."""
+    cdef Node node
+    cdef tuple outs
+    while ready.size:
+        node = stack_pop(ready)
+        t.running = <PyObject*>node          # held by run_engine's list of nodes
+        prefetch_children(node)
+        outs = run(t, node)
+        propagate(t, node, outs, ready)
+    return 0
+
+
+cdef void mark_targets(Traversal t) except *:
+    """Each target node is captured; under backward(inputs=), a leaf's own node runs instead
+    (it accumulates into the leaf's .grad). A target nothing reached stays unmarked."""
+    cdef Node node
+    cdef Py_ssize_t k
+    t.captured = [None] * len(t.targets)
+    for k in range(len(t.targets)):
+        node = <Node>t.targets[k]
+        if node.epoch != t.epoch:
+            node = t.substitutes.get(node)
+            if node is None:
+                continue
+            t.targets[k] = node
+        node.exec_state |= EXEC_RUN if t.accumulate and is_leaf_node(node) else EXEC_CAPTURE
+
+
+cdef int seed_roots(Traversal t, list roots, list root_slots, list root_grads,
+                    NodeStack* ready) except -1:
+    """The roots' gradients into their buffers (the caller's: never written into), and each
+    root without dependencies on the ready stack, once."""
+    cdef Node node
+    cdef Py_ssize_t k
+    for k in range(len(roots)):
+        add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], t.create_graph, False)
+        (<Node>roots[k]).buffer_owned = 0
+    for node in roots:
+        if node.dependencies == 0 and (node.exec_state & EXEC_QUEUED) == 0:
+            node.exec_state |= EXEC_QUEUED
+            stack_push(ready, <PyObject*>node)
+    return 0
+
+
+cdef void restore_node_states(list saved_states):
+    """Give back each node a re-entrant traversal touched the state of the traversal outside."""
+    cdef Node node
+    for state in reversed(saved_states):
+        node = <Node>state[0]
+        node.dependencies = state[1]
+        node.epoch = state[2]
+        node.buffer = state[3]
+        node.buffer_owned = state[4]
+        node.exec_state = state[5]
 
 
 cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_graph,
@@ -475,172 +709,63 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     """Run the backward graph from roots; return the gradients captured at targets."""
     global _epoch_counter, lucid_traversal_depth, lucid_plain_backward
     _epoch_counter += 1
-    cdef uint64_t epoch = _epoch_counter
+    cdef Traversal t = Traversal.__new__(Traversal)
+    t.epoch = _epoch_counter
+    t.keep_graph = keep_graph
+    t.create_graph = create_graph
+    t.accumulate = accumulate
+    t.targets = targets
+    t.target_slots = target_slots
+    t.substitutes = {}
     cdef list saved_states = [] if lucid_traversal_depth > 0 else None
-    cdef dict substitutes = {}                        # Note [Threads]: stand-ins for shared leaves
     cdef list nodes = []
     cdef NodeStack ready = NodeStack(NULL, 0, 0)      # nodes whose dependencies are all done
-    cdef PyObject* single = NULL                      # Note [Gradient tuple] (owned)
-    cdef list captured = None
-    cdef Node node, child
-    cdef Tensor g
-    cdef tuple grads, outs
-    cdef object buf, g_out = None
-    cdef Py_ssize_t i, k
-    cdef bint any_grad
-    cdef int state
-    cdef uint64_t owned
+    cdef bint profiled = profiling                    # read once (Note [Nested profiles])
+    cdef int64_t started = traversal_started() if profiled else 0
     cdef bint previous_mode = set_grad_enabled_c(create_graph)
-    cdef int64_t started = 0, started_node = 0
-    cdef bint completed = False
-    if profiling:
-        counters.backward_calls += 1
-        started = now_ns()
-    lucid_traversal_depth += 1
     cdef int previous_plain = lucid_plain_backward
+    cdef bint completed = False
+    cdef Node node
+    lucid_traversal_depth += 1
     lucid_plain_backward = 1 if (accumulate and targets is None) else 0
-    register_traversal(epoch)
+    register_traversal(t.epoch)
     try:
-        discover(roots, nodes, epoch, saved_states, 0 if targets is not None else EXEC_RUN,
-                 substitutes)
+        discover(roots, nodes, t.epoch, saved_states, 0 if targets is not None else EXEC_RUN,
+                 t.substitutes)
         if targets is not None:
-            captured = [None] * len(targets)
-            for k in range(len(targets)):
-                node = <Node>targets[k]
-                if node.epoch != epoch:
-                    node = substitutes.get(node)
-                    if node is None:
-                        continue
-                    targets[k] = node
-                if accumulate and type(node) is AccumulateGrad:
-                    node.exec_state |= EXEC_RUN
-                else:
-                    node.exec_state |= EXEC_CAPTURE
-            mark_needed(roots, nodes, epoch, substitutes)
-        for k in range(len(roots)):
-            add_to_buffer(<Node>roots[k], root_slots[k], <Tensor>root_grads[k], create_graph, False)
-            (<Node>roots[k]).buffer_owned = 0
-        for node in roots:
-            if node.dependencies == 0 and (node.exec_state & EXEC_QUEUED) == 0:
-                node.exec_state |= EXEC_QUEUED
-                stack_push(&ready, <PyObject*>node)
-        while ready.size:
-            node = stack_pop(&ready)
-            prefetch_children(node)
-            buf = node.buffer
-            owned = node.buffer_owned
-            node.buffer = None
-            node.buffer_owned = 0
-            if node.num_outputs == 1:
-                grads = lucid_single_tuple(&single, buf)   # Note [Gradient tuple]
-                any_grad = buf is not None
-            else:
-                grads = tuple(buf) if buf is not None else (None,) * node.num_outputs
-                any_grad = buf is not None
-            state = node.exec_state
-            outs = None
-            if any_grad:
-                if node.extra is not None or (
-                        type(node) is AccumulateGrad and has_leaf_hooks((<AccumulateGrad>node).variable)):
-                    grads = run_pre_hooks(node, grads, create_graph, accumulate)
-                    owned = 0
-                if state & EXEC_CAPTURE:
-                    owned = 0
-                    for k in range(len(targets)):
-                        if targets[k] is node:
-                            captured[k] = grads[<Py_ssize_t>target_slots[k]]
-                if state & EXEC_RUN:
-                    if node.released:
-                        raise_freed_graph(node)
-                    if recording_nodes:
-                        started_node = now_ns()
-                    if type(node) is AccumulateGrad:
-                        if grads[0] is not None:
-                            accumulate_into_leaf((<AccumulateGrad>node).variable, <Tensor>grads[0],
-                                                 owned & 1, create_graph)
-                        if node.extra is not None and node.extra.post_hooks:
-                            run_node_hooks(node.extra.post_hooks, node, (), grads, "hook")
-                    else:
-                        node.buffer_owned = owned          # apply may write into what it owns
-                        try:
-                            outs = call_apply(node, grads)
-                        finally:
-                            node.buffer_owned = 0
-                        if node.extra is not None and node.extra.post_hooks:
-                            outs = tuple(run_node_hooks(node.extra.post_hooks, node, outs, grads,
-                                                        "hook"))
-                        if not keep_graph:
-                            node.release_saved()
-                            node.released = True
-                    if recording_nodes:
-                        note_event("node", node, started_node)
-                    if profiling:
-                        counters.nodes_run += 1
-                elif profiling:
-                    counters.nodes_skipped += 1
-            elif profiling:
-                counters.nodes_skipped += 1
-            grads = None                               # drop the engine's references to what
-            buf = None                                 # apply got, so ownership can pass on
-            lucid_single_clear(&single)
-            for i in range(node.num_inputs):
-                if node.next_edges[i].node == NULL:
-                    continue
-                child = <Node>node.next_edges[i].node
-                if child.epoch != epoch:
-                    child = <Node>substitutes[child]   # Note [Threads]
-                if outs is not None:
-                    g_out = outs[i]
-                    if g_out is not None:
-                        # references: the outs tuple and g_out
-                        add_to_buffer(child, node.next_edges[i].input_nr, <Tensor>g_out,
-                                      create_graph, engine_holds_only(g_out, 2))
-                    g_out = None
-                child.dependencies -= 1
-                if child.dependencies == 0:
-                    stack_push(&ready, <PyObject*>child)
+            mark_targets(t)
+            mark_needed(roots, nodes, t.epoch, t.substitutes)
+        seed_roots(t, roots, root_slots, root_grads, &ready)
+        traverse(t, &ready, run_node_profiled if profiled else run_node)
         completed = True
-        return captured
+        return t.captured
+    except BaseException as e:             # one try per traversal, none per node
+        if t.running != NULL:
+            note_raised(e, <Node>t.running, "while running the backward of")
+        raise
     finally:
         PyMem_Free(ready.items)
-        Py_XDECREF(single)
+        Py_XDECREF(t.single)
+        t.single = NULL
         if not completed:                  # every node run cleared its own buffer
             for node in nodes:
                 node.buffer = None
         if saved_states is not None:
-            for state_tuple in reversed(saved_states):
-                node = <Node>state_tuple[0]
-                node.dependencies = state_tuple[1]
-                node.epoch = state_tuple[2]
-                node.buffer = state_tuple[3]
-                node.buffer_owned = state_tuple[4]
-                node.exec_state = state_tuple[5]
-        unregister_traversal(epoch)
+            restore_node_states(saved_states)
+        unregister_traversal(t.epoch)
         lucid_plain_backward = previous_plain
         lucid_traversal_depth -= 1
         set_grad_enabled_c(previous_mode)
-        if profiling and started:
-            counters.engine_ns += now_ns() - started
+        if profiled:
+            traversal_ended(started)
 
 
 cdef tuple call_apply(Node node, tuple grads):
     """node.apply(grads), checked: one gradient (or None) per forward input; a native node's
     result also entry by entry (Note [Native nodes])."""
-    cdef tuple outs
-    try:
-        outs = node.apply(grads)
-        if node.extra is not None and node.extra.input_meta is not None:   # a native node
-            outs = checked_native_outputs(node, outs)
-    except BaseException as e:
-        if not getattr(e, "_lucid_noted", False):
-            e.add_note(f"lucid: raised while running the backward of {describe(node)}")
-            try:
-                e._lucid_noted = True
-            except AttributeError:
-                pass
-        if anomaly_enabled:
-            note_forward_trace(e, node)
-        raise
+    cdef tuple outs = node.apply(grads)
+    if node.extra is not None and node.extra.input_meta is not None:   # a native node
+        outs = checked_native_outputs(node, outs)
     if outs is None or len(outs) != node.num_inputs:
         raise RuntimeError(f"{node.name()} returned {0 if outs is None else len(outs)} gradients "
                            f"for {node.num_inputs} inputs")
@@ -657,7 +782,7 @@ cdef tuple call_apply(Node node, tuple grads):
 #   such a node (NodeExtra.input_meta), and call_apply checks what its apply returned: a tuple of
 #   one entry per forward input, each None or a Tensor of that input's shape and a floating
 #   dtype, cast to the input's dtype: the checks and messages a Python Function's node applies to
-#   its backward's result (checked_gradient_form, gradient_in_dtype), raised inside call_apply so
+#   its backward's result (checked_gradient_form, gradient_in_dtype), raised while it runs so
 #   the error also names where the node was made. The core's own node classes are entered once,
 #   at import, in a small open-addressing table of type pointers (core_node_types), so telling
 #   them apart in set_edge costs a multiply and one or two pointer comparisons per edge; in the

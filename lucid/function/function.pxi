@@ -156,12 +156,7 @@ cdef class PythonBackwardNode(Node):
         try:
             result = call_with_first(self.backward_fn, ctx, grads)
         except BaseException as e:
-            e.add_note(f"lucid: raised in the backward of Function {self.function.__name__} "
-                       f"({describe(self)})")
-            try:
-                e._lucid_noted = True
-            except AttributeError:
-                pass
+            note_raised(e, self, f"in Function {self.function.__name__}.backward, the backward of")
             raise
         finally:
             if profiling:

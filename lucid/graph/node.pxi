@@ -193,10 +193,7 @@ cdef void attach_inplace_output(Tensor t, Node node):
 
 cdef class AccumulateGrad(Node):
     """The node of a leaf: adds the gradient that reaches it into variable.grad."""
-
-    cdef tuple apply(self, tuple grads):
-        accumulate_into_leaf(self.variable, <Tensor>grads[0], False, grad_enabled())
-        return ()
+    # No apply of its own: the engine accumulates into the leaf (accumulate_into_leaf).
 
     cpdef str name(self):
         """The name "AccumulateGrad"."""
