@@ -5,6 +5,7 @@ packages, so two folders may hold files of the same name; their shared helpers l
 ``support`` package, imported from this folder, which is put on sys.path here whatever pytest's
 import mode (``from support.checks import assert_close``).
 """
+import gc
 import os
 import sys
 
@@ -43,6 +44,16 @@ def _grad_mode_enabled():
     yield
     if not lucid.is_grad_enabled():
         lucid.set_grad_enabled(True)
+
+
+@pytest.fixture
+def gc_off():
+    """The cyclic GC collected, then off for the test (on again after): what the test frees must go
+    by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 @pytest.fixture

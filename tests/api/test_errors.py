@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import lucid
-from support.checks import assert_close, assert_mentions_shapes, f64, to_numpy
+from support.checks import assert_close, assert_exact, assert_mentions_shapes, f64, to_numpy
 
 
 def _leaf(shape, rng=None):
@@ -310,3 +310,88 @@ def test_more_bad_dims(call):
     with pytest.raises((RuntimeError, ValueError, IndexError)):
         call(x)
     _assert_unchanged(snap, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors that once named the wrong problem
+# int_tensor ** -1 said the shapes could not be broadcast; int_tensor.div_(2) said int64 values
+# can't be written into an int64 tensor; add_ on a tensor over a read-only NumPy array
+# (np.frombuffer) blamed expand; arange(0, 1, 0) leaked NumPy's ZeroDivisionError. Each error now
+# names the real problem and the fix, is raised before anything is written or recorded, and
+# leaves the tensors as they were.
+# ---------------------------------------------------------------------------------------------
+
+def _state(t):
+    return to_numpy(t).tolist(), t._version, t.grad_fn
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: a ** -1, lambda a: a ** lucid.tensor([1, -2]), lambda a: 2 ** (a - 3),
+    lambda a: lucid.pow(a.int(), -2),
+], ids=["scalar", "tensor", "reflected", "int32"])
+def test_int_to_negative_int_power(make):
+    a = lucid.tensor([2, 3])
+    before = _state(a)
+    with pytest.raises(RuntimeError, match="negative integer powers") as info:
+        make(a)
+    assert "float" in str(info.value) and "broadcast" not in str(info.value)
+    assert _state(a) == before
+    assert_exact(a.float() ** -1, [0.5, 1 / 3])               # the suggested fix works
+
+
+@pytest.mark.parametrize("dtype", [lucid.int64, lucid.int32])
+@pytest.mark.parametrize("call", [lambda t: t.div_(2), lambda t: t.__itruediv__(lucid.tensor([1, 2])),
+                                  lambda t: t.div_(lucid.tensor([2, 2], dtype=lucid.int32))],
+                         ids=["div_", "itruediv", "div_int32"])
+def test_int_true_division_in_place(dtype, call):
+    t = lucid.tensor([4, 6], dtype=dtype)
+    before = _state(t)
+    with pytest.raises(RuntimeError, match="true division") as info:
+        call(t)
+    assert "float" in str(info.value)
+    assert _state(t) == before
+
+
+@pytest.mark.parametrize("call", [lambda t: t.add_(1.5), lambda t: t.mul_(lucid.ones(2)),
+                                  lambda t: t.sub_(lucid.ones(2, requires_grad=True))],
+                         ids=["add_float", "mul_tensor", "sub_recorded"])
+def test_in_place_result_wider_than_int_tensor(call):
+    t = lucid.tensor([4, 6])
+    before = _state(t)
+    with pytest.raises(RuntimeError, match="can't be written into a lucid.int64") as info:
+        call(t)
+    assert "lucid.float32" in str(info.value)
+    assert _state(t) == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.add_(1), lambda t: t.mul_(2.0), lambda t: t.fill_(0.0), lambda t: t[0:1].zero_(),
+    lambda t: t.__setitem__(0, 5.0), lambda t: t.add_(lucid.ones(2, dtype=lucid.float64,
+                                                                  requires_grad=True)),
+], ids=["add_", "mul_", "fill_", "view_zero_", "setitem", "add_recorded"])
+def test_write_into_read_only_numpy_memory(call):
+    t = lucid.from_numpy(np.frombuffer(np.array([1.0, 2.0]).tobytes(), dtype=np.float64))
+    before = _state(t)
+    with pytest.raises(RuntimeError, match="read-only") as info:
+        call(t)
+    msg = str(info.value)
+    assert "NumPy" in msg and "copy" in msg and "expand" not in msg
+    assert _state(t) == before
+
+
+def test_guard_write_into_expand_view_still_blames_expand():
+    t = lucid.ones(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="expand"):
+        t.add_(1)
+
+
+@pytest.mark.parametrize("args", [(0, 1, 0), (0.0, 1.0, 0.0), (5, 0, 0)])
+def test_arange_zero_step(args):
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        lucid.arange(*args)
+
+
+@pytest.mark.parametrize("args", [(0, float("inf")), (0, 1, float("nan")), (float("-inf"), 0)])
+def test_arange_non_finite(args):
+    with pytest.raises(RuntimeError, match="finite"):
+        lucid.arange(*args)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import lucid
-from support.checks import assert_close, to_numpy
+from support.checks import assert_close, f64, to_numpy
 
 NP_OF = {
     "float32": np.float32,
@@ -173,6 +173,91 @@ def test_randn_rand_distribution():
     assert abs(u_.mean() - 0.5) < 0.02
     assert lucid.randn((3, 2)).shape == (3, 2)
     assert lucid.randn(3, dtype=lucid.float64).dtype == lucid.float64
+
+
+def test_creation_functions():
+    x = lucid.tensor([[1.0, 2.0]], dtype=lucid.float64)
+    e = lucid.empty_like(x)
+    assert e.shape == (1, 2) and e.dtype == lucid.float64 and not e.requires_grad
+    assert lucid.empty_like(x, dtype=lucid.int32).dtype == lucid.int32
+    f = lucid.full_like(x, 7, requires_grad=True)
+    assert f.tolist() == [[7.0, 7.0]] and f.dtype == lucid.float64 and f.requires_grad
+    assert lucid.eye(3).tolist() == np.eye(3).tolist() and lucid.eye(3).dtype == lucid.float32
+    assert lucid.eye(2, 3, dtype=lucid.int64).tolist() == [[1, 0, 0], [0, 1, 0]]
+    assert lucid.eye(0).shape == (0, 0)
+    ls = lucid.linspace(-1, 1, 5)
+    assert ls.dtype == lucid.float32 and ls.tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert lucid.linspace(0, 1, 1).tolist() == [0.0] and lucid.linspace(0, 1, 0).shape == (0,)
+    assert_close(lucid.logspace(0, 2, 3, dtype=lucid.float64), [1.0, 10.0, 100.0], rtol=1e-15)
+    assert_close(lucid.logspace(0, 3, 4, base=2), [1.0, 2.0, 4.0, 8.0], rtol=0)
+    for call, exc in ((lambda: lucid.eye(-1), RuntimeError), (lambda: lucid.eye(2.5), TypeError),
+                      (lambda: lucid.linspace(0, 1, -2), RuntimeError),
+                      (lambda: lucid.logspace(0, 1, "3"), TypeError)):
+        with pytest.raises(exc):
+            call()
+
+
+def test_as_tensor_shares_when_it_can():
+    arr = np.arange(3.0)
+    t = lucid.as_tensor(arr)
+    assert t.dtype == lucid.float64
+    arr[0] = 5.0
+    assert t.tolist()[0] == 5.0                       # shares the array's memory
+    c = lucid.as_tensor(arr, dtype=lucid.float32)     # another dtype: a converted copy
+    arr[1] = 9.0
+    assert c.dtype == lucid.float32 and c.tolist()[1] == 1.0
+    x = f64([1.0], requires_grad=True)
+    assert lucid.as_tensor(x) is x
+    y = lucid.as_tensor(x, dtype=lucid.float32)
+    assert y.dtype == lucid.float32 and y.grad_fn is not None      # differentiable cast
+    assert lucid.as_tensor([1.5, 2.0]).dtype == lucid.float32
+    assert lucid.as_tensor([1, 2]).dtype == lucid.int64
+
+
+def test_new_constructors_take_self_dtype():
+    x = f64([1.0, 2.0], requires_grad=True)
+    z = x.new_zeros(2, 3)
+    assert z.shape == (2, 3) and z.dtype == lucid.float64 and z.tolist() == [[0.0] * 3] * 2
+    assert not z.requires_grad and z.grad_fn is None
+    assert x.new_ones((2,)).tolist() == [1.0, 1.0]
+    assert x.new_ones(3, dtype=lucid.int32).dtype == lucid.int32
+    assert x.new_full((2, 2), 3.5).tolist() == [[3.5, 3.5], [3.5, 3.5]]
+    assert x.new_empty(4).shape == (4,)
+    n = x.new_tensor([[1, 2]])
+    assert n.dtype == lucid.float64 and n.tolist() == [[1.0, 2.0]]
+    copied = x.new_tensor(x)
+    assert copied.tolist() == [1.0, 2.0] and not copied.requires_grad
+    assert x.new_zeros(2, requires_grad=True).requires_grad
+    with pytest.raises(TypeError, match="new_zeros"):
+        x.new_zeros(2.5)
+
+
+def test_to_type_cpu():
+    x = f64([1.0, 2.0], requires_grad=True)
+    assert x.to("cpu") is x and x.cpu() is x and x.to(device="cpu") is x
+    for y in (x.to(lucid.float32), x.to("cpu", lucid.float32), x.to("cpu", dtype=lucid.float32),
+              x.to(device="cpu", dtype=lucid.float32), x.to(lucid.tensor([1.0])),
+              x.type(lucid.float32)):
+        assert y.dtype == lucid.float32 and y.grad_fn is not None
+    y.sum().backward()
+    assert x.grad.dtype == lucid.float64 and x.grad.tolist() == [1.0, 1.0]
+    assert x.type() == "lucid.DoubleTensor" and lucid.tensor([1]).type() == "lucid.LongTensor"
+    assert x.type("lucid.FloatTensor").dtype == lucid.float32
+    assert x.to(lucid.float64) is x
+    copy = x.to(lucid.float64, copy=True)
+    assert copy is not x and copy.tolist() == [1.0, 2.0]
+    before = to_numpy(x)
+    for call, exc, pattern in (
+            (lambda: x.to("cuda"), RuntimeError, "CPU only.*'cuda'"),
+            (lambda: x.to(device="mps", dtype=lucid.float32), RuntimeError, "'mps'"),
+            (lambda: x.to("cpu", "cpu"), TypeError, "device was given twice"),
+            (lambda: x.to(lucid.float32, lucid.int32), TypeError, "dtype was given twice"),
+            (lambda: x.to(np.float16), TypeError, "unsupported dtype"),
+            (lambda: x.to(lucid.float32, blocking=True), TypeError, "blocking"),
+            (lambda: x.type("lucid.HalfTensor"), TypeError, "HalfTensor")):
+        with pytest.raises(exc, match=pattern):
+            call()
+    assert np.array_equal(to_numpy(x), before) and x.dtype == lucid.float64
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,6 +545,22 @@ def test_repr():
     assert "grad_fn=<SumBackward>" in s, s
     plain = repr(lucid.tensor([1., 2.]))
     assert plain.startswith("tensor([1., 2.]") and "requires_grad" not in plain and "grad_fn" not in plain
+
+
+@pytest.mark.parametrize("dtype", [lucid.float32, lucid.float64, lucid.int64])
+@pytest.mark.parametrize("spec", [".2f", ">8.3f", ".1e", ""])
+def test_format_of_zero_dim_tensor(dtype, spec):
+    t = lucid.tensor(3.14159, dtype=dtype)
+    assert f"{t:{spec}}" == format(t.item(), spec)
+    s = lucid.tensor([1.0, 2.0, 3.0], requires_grad=True).sum()
+    assert f"{s:.2f}" == "6.00"
+
+
+def test_format_of_nonscalar_tensor():
+    t = lucid.tensor([1.0, 2.0])
+    assert f"{t}" == repr(t)
+    with pytest.raises(TypeError, match="0-d"):
+        f"{t:.2f}"
 
 
 # ---------------------------------------------------------------------------------------------

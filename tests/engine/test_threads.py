@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import lucid
+from support.checks import f64, to_numpy
 
 JOIN_TIMEOUT = 60
 
@@ -252,3 +253,50 @@ def test_node_prehook_of_a_shared_accumulator_runs_in_a_concurrent_thread():
         thread.join(JOIN_TIMEOUT)
     assert calls == ["pre", "pre"]
     np.testing.assert_array_equal(w.grad.numpy(), [8.0, 8.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# independent graphs from several threads (API.md section 6)
+# ---------------------------------------------------------------------------------------------
+
+def test_independent_graphs_backward_from_threads():
+    import sys
+    errors = []
+    n_threads, n_iter = 4, 60
+    start = threading.Barrier(n_threads)
+
+    def worker(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            start.wait(10)
+            for it in range(n_iter):
+                a = rng.standard_normal((4, 3))
+                x = f64(a, requires_grad=True)
+                h = x * 2.0
+                # a Python hook in the middle of the traversal gives other threads a chance to
+                # run their own backward while this one is suspended
+                h.register_hook(lambda g: g * 1.0)
+                y = (h.tanh() * x).sum()
+                if it % 2:
+                    y.backward()
+                    g = to_numpy(x.grad)
+                else:
+                    (g,) = lucid.autograd.grad(y, [x])
+                    g = to_numpy(g)
+                t = np.tanh(2 * a)
+                np.testing.assert_allclose(g, 2 * (1 - t * t) * a + t, rtol=1e-12, atol=1e-12)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors[0]

@@ -1,4 +1,6 @@
-"""Checkpoint's recomputation must reproduce the forward pass, or say why it can't.
+"""lucid.utils.checkpoint: the same gradients as without it, no activation kept, nothing leaked
+however far backward gets; and the recomputation must reproduce the forward pass, or say why it
+can't.
 
 Backward re-runs the checkpointed function from its inputs. An input changed in place since
 checkpoint was called would make it differentiate at the new values: backward raises PyTorch's
@@ -7,14 +9,15 @@ produces tensors of other shapes or dtypes than the forward pass raises a Runtim
 (not an error about saved-tensor hooks the user never wrote).
 """
 import math
+import weakref
 
 import numpy as np
 import pytest
 
 import lucid
 from lucid.autograd import gradcheck
-from lucid.utils.checkpoint import checkpoint
-from support.checks import assert_close
+from lucid.utils.checkpoint import checkpoint, checkpoint_sequential
+from support.checks import assert_close, f64, random_leaf
 
 MODES = [False, True]
 DTYPES = [lucid.float32, lucid.float64]
@@ -236,3 +239,148 @@ def test_a_re_run_with_other_shapes_under_create_graph_says_so():
     with pytest.raises(RuntimeError) as info:
         lucid.autograd.grad(y, x, create_graph=True)
     assert_metadata_message(info.value, "(2, 3)", "(3, 2)")
+
+
+# ------------------------------------------------------------------------------------------------
+# checkpoint gives the same gradients and leaks nothing
+# ------------------------------------------------------------------------------------------------
+
+def _weights(rng, n=3, size=6):
+    return [random_leaf(rng, size, size) for _ in range(n)]
+
+
+def _block(h, w, scale=1.0, *, shift=0.0):
+    return (h @ w).tanh() * scale + shift + lucid.randn(1, dtype=lucid.float64) * 0.1
+
+
+def _loss(x, ws, ck, **options):
+    lucid.manual_seed(3)
+    h = x
+    for w in ws:
+        h = checkpoint(_block, h, w, 0.5, shift=0.25, **options) if ck else \
+            _block(h, w, 0.5, shift=0.25)
+    return (h * h).sum()
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpoint_gives_the_same_gradients(rng, reentrant):
+    """kwargs, non-tensor arguments and randn inside the function (RNG state preserved)."""
+    ws, x = _weights(rng), random_leaf(rng, 2, 6)
+    expected = lucid.autograd.grad(_loss(x, ws, False), ws + [x])
+    loss = _loss(x, ws, True, use_reentrant=reentrant) if not reentrant else None
+    if reentrant:
+        # the reentrant variant takes no kwargs for fn: wrap them in
+        lucid.manual_seed(3)
+        h = x
+        for w in ws:
+            h = checkpoint(lambda a, b: _block(a, b, 0.5, shift=0.25), h, w, use_reentrant=True)
+        loss = (h * h).sum()
+        loss.backward()
+        got = [t.grad for t in ws + [x]]
+    else:
+        got = lucid.autograd.grad(loss, ws + [x])
+    for a, b in zip(got, expected):
+        assert_close(a, b.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_checkpoint_recomputes_once_per_backward(rng):
+    calls = []
+    ws, x = _weights(rng, n=1), random_leaf(rng, 2, 6)
+
+    def fn(h, w):
+        calls.append(1)
+        return (h @ w).tanh().exp()
+
+    y = checkpoint(fn, x, ws[0]).sum()
+    assert len(calls) == 1
+    y.backward(retain_graph=True)
+    assert len(calls) == 2
+    y.backward()
+    assert len(calls) == 3
+
+
+def test_checkpoint_keeps_no_activation(gc_off, rng):
+    seen = []
+
+    def fn(h):
+        a = h.exp()
+        seen.append(weakref.ref(a))
+        return a.tanh()
+
+    x = random_leaf(rng, 100)
+    y = checkpoint(fn, x)
+    assert seen[0]() is None              # the intermediate is not kept by the graph
+    y.sum().backward()
+    assert_close(x.grad, (1 - np.tanh(np.exp(x.detach().numpy())) ** 2) *
+                 np.exp(x.detach().numpy()))
+
+
+def test_checkpoint_create_graph(rng):
+    ws, x = _weights(rng), random_leaf(rng, 2, 6)
+    (g1,) = lucid.autograd.grad(_loss(x, ws, True), [ws[0]], create_graph=True)
+    (h1,) = lucid.autograd.grad((g1 * g1).sum(), [ws[1]])
+    (g2,) = lucid.autograd.grad(_loss(x, ws, False), [ws[0]], create_graph=True)
+    (h2,) = lucid.autograd.grad((g2 * g2).sum(), [ws[1]])
+    assert_close(h1, h2.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_checkpoint_tuple_outputs(rng):
+    x = random_leaf(rng, 4)
+
+    def fn(t):
+        return t.exp(), t.sin() * 2.0
+
+    a, b = checkpoint(fn, x)
+    (a.sum() + b.sum()).backward()
+    v = x.detach().numpy()
+    assert_close(x.grad, np.exp(v) + 2 * np.cos(v))
+
+
+@pytest.mark.parametrize("stop", ["never", "partial"])
+def test_checkpoint_leaks_nothing(gc_off, rng, stop):
+    """A checkpointed graph never backwarded, or backwarded only partly, is freed by refcount."""
+    x = random_leaf(rng, 3, 6)
+    ws = _weights(rng)
+    lucid.manual_seed(0)
+    h = x
+    refs = []
+    for w in ws:
+        h = checkpoint(_block, h, w)
+        refs.append(weakref.ref(h.grad_fn))
+    loss = (h * h).sum()
+    if stop == "partial":
+        lucid.autograd.grad(loss, [h], retain_graph=True)      # reaches no checkpoint segment
+        mid = refs[1]()
+        lucid.autograd.grad(loss, [ws[2]], retain_graph=True)  # only the last segment
+    del h, loss
+    mid = None
+    assert all(r() is None for r in refs)
+
+
+def test_checkpoint_reentrant_refuses_grad_and_create_graph(rng):
+    x = random_leaf(rng, 4)
+    y = checkpoint(lambda t: t.exp(), x, use_reentrant=True).sum()
+    with pytest.raises(RuntimeError, match="use_reentrant=False"):
+        lucid.autograd.grad(y, [x], retain_graph=True)
+    with pytest.raises(RuntimeError, match="use_reentrant=False"):
+        y.backward(create_graph=True)
+    assert x.grad is None or np.all(np.isfinite(x.grad.numpy()))
+
+
+def test_checkpoint_sequential(rng):
+    x = random_leaf(rng, 5)
+    fns = [lambda t: t * 2.0, lambda t: t.exp(), lambda t: t.sin(), lambda t: t * t]
+    expected_out = x
+    for f in fns:
+        expected_out = f(expected_out)
+    (expected,) = lucid.autograd.grad(expected_out.sum(), [x])
+    out = checkpoint_sequential(fns, 2, x)
+    (got,) = lucid.autograd.grad(out.sum(), [x])
+    assert_close(got, expected.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        checkpoint_sequential(fns, 0, x)
+
+
+def test_checkpoint_rejects_non_callables():
+    with pytest.raises(TypeError):
+        checkpoint(3, f64([1.0]))

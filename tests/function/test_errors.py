@@ -1,8 +1,8 @@
 """Custom Functions, error paths (API.md section 4 and 3): bad backward results, saved tensors
-changed in place, exceptions raised by backward, a missing backward, and anomaly mode.
+changed in place, exceptions raised by backward, a missing backward (anomaly mode's notes are in
+tests/diagnostics/test_anomaly.py).
 
 Every test checks the exception type and that the leaves' .grad (and data) were not modified."""
-import os
 import re
 import traceback
 
@@ -11,27 +11,9 @@ import pytest
 
 import lucid
 from lucid.autograd import Function
-from support.checks import assert_close, assert_mentions_shapes, f64, to_numpy
+from support.checks import (assert_close, assert_mentions_shapes, assert_unchanged, f64,
+                            leaf_with_grad)
 from support.shared_functions import Square
-
-THIS_FILE = os.path.basename(__file__)           # anomaly mode's forward tracebacks name it
-
-# NaN/inf are produced on purpose in the anomaly tests
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
-
-def _leaf(values):
-    """A float64 leaf with a known, non-trivial .grad already set."""
-    x = f64(values, requires_grad=True)
-    x.grad = f64(np.arange(len(values), dtype=np.float64) + 10.0)
-    return x
-
-
-def _assert_grad_unchanged(x, values):
-    expected_grad = np.arange(len(values), dtype=np.float64) + 10.0
-    assert x.grad is not None
-    assert_close(x.grad, expected_grad, rtol=0, atol=0)
-    assert_close(x, np.array(values, dtype=np.float64), rtol=0, atol=0)
 
 
 def _returning(result_fn, n_inputs=1, name="Returner"):
@@ -64,7 +46,7 @@ def _run_and_expect(F, args, x, values, match_all, loss_extra=True):
     msg = str(info.value)
     for pattern in match_all:
         assert re.search(pattern, msg), f"{pattern!r} not in message: {msg!r}"
-    _assert_grad_unchanged(x, values)
+    assert_unchanged(x, values)
     return msg
 
 
@@ -76,27 +58,27 @@ V = [1.0, 2.0, 3.0]
 
 
 def test_too_few_gradients():
-    x, w = _leaf(V), f64([1.0, 1.0, 1.0], requires_grad=True)
+    x, w = leaf_with_grad(V), f64([1.0, 1.0, 1.0], requires_grad=True)
     F = _returning(lambda g, a, b: (g,), n_inputs=2, name="TooFew")
     msg = _run_and_expect(F, (x, w), x, V, [r"TooFew", r"\b2\b", r"\b1\b"])
     assert w.grad is None
 
 
 def test_extra_non_none_gradient():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     F = _returning(lambda g, a: (g, g), name="TooMany")
     _run_and_expect(F, (x,), x, V, [r"TooMany", r"\b2\b", r"\b1\b"])
 
 
 def test_extra_non_none_after_trailing_none():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     F = _returning(lambda g, a: (g, None, g), name="TooManyLate")
     _run_and_expect(F, (x,), x, V, [r"TooManyLate"])
 
 
 @pytest.mark.parametrize("bad_shape", [(2,), (3, 1), (1, 3), ()])
 def test_wrong_shape(bad_shape):
-    x, w = _leaf(V), f64([4.0, 5.0, 6.0], requires_grad=True)
+    x, w = leaf_with_grad(V), f64([4.0, 5.0, 6.0], requires_grad=True)
     F = _returning(lambda g, a, b: (g, lucid.zeros(*bad_shape, dtype=lucid.float64)
                                     if bad_shape else lucid.tensor(1.0, dtype=lucid.float64)),
                    n_inputs=2, name="BadShape")
@@ -112,7 +94,7 @@ def test_wrong_shape(bad_shape):
     (lambda g: "grad", "str"),
 ], ids=["float", "ndarray", "list", "str"])
 def test_wrong_type_for_tensor_input(bad, type_name):
-    x, w = _leaf(V), f64([4.0, 5.0, 6.0], requires_grad=True)
+    x, w = leaf_with_grad(V), f64([4.0, 5.0, 6.0], requires_grad=True)
     F = _returning(lambda g, a, b: (g, bad(g)), n_inputs=2, name="BadType")
     _run_and_expect(F, (x, w), x, V,
                     [r"BadType", r"input\s*1|index\s*1", type_name, r"Tensor"])
@@ -120,13 +102,13 @@ def test_wrong_type_for_tensor_input(bad, type_name):
 
 
 def test_wrong_type_as_whole_result():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     F = _returning(lambda g, a: 3.0, name="ScalarResult")
     _run_and_expect(F, (x,), x, V, [r"ScalarResult", r"float"])
 
 
 def test_ndarray_as_whole_result():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     F = _returning(lambda g, a: np.ones(3), name="ArrayResult")
     _run_and_expect(F, (x,), x, V, [r"ArrayResult", r"ndarray"])
 
@@ -142,7 +124,7 @@ def test_tensor_for_non_tensor_input():
         def backward(ctx, g):
             return g * ctx.s, g * 0.0         # the float input must get None
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     msg = _run_and_expect(ScaleBad, (x, 2.0), x, V, [r"ScaleBad", r"input\s*1|index\s*1",
                                                      r"None"])
 
@@ -157,14 +139,14 @@ def test_wrong_shape_in_first_of_two_outputs_function():
         def backward(ctx, ga, gb):
             return (ga + gb).reshape(3, 1)
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     a, b = TwoOutBad.apply(x)
     with pytest.raises(RuntimeError) as info:
         (a * b).sum().backward()
     msg = str(info.value)
     assert "TwoOutBad" in msg and re.search(r"input\s*0|index\s*0", msg), msg
     assert_mentions_shapes(msg, (3,), (3, 1))
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +193,7 @@ def test_saved_input_modified_in_place_raises():
 
 
 def test_saved_leaf_modified_in_place_raises_and_grad_unchanged():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     saved_version = x._version
     y = SaveIn.apply(x)
     with lucid.no_grad():
@@ -221,11 +203,11 @@ def test_saved_leaf_modified_in_place_raises_and_grad_unchanged():
     with pytest.raises(RuntimeError) as info:
         y.sum().backward()
     _check_version_message(str(info.value), "SaveIn", saved_version, current)
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_saved_output_modified_in_place_raises():
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     y = SaveOut.apply(x)
     saved_version = y._version
     z = y * 1.0
@@ -236,7 +218,7 @@ def test_saved_output_modified_in_place_raises():
     with pytest.raises(RuntimeError) as info:
         z.sum().backward()
     _check_version_message(str(info.value), "SaveOut", saved_version, current)
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_saved_tensors_access_raises_inside_backward_too():
@@ -258,14 +240,14 @@ def test_saved_tensors_access_raises_inside_backward_too():
                 raise
             return 2.0 * g
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     y = Reads.apply(x)
     with lucid.no_grad():
         x.mul_(1.0)
     with pytest.raises(RuntimeError):
         y.sum().backward()
     assert isinstance(got.get("error"), RuntimeError)
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,7 +279,7 @@ def _raiser(exc):
 ])
 def test_exception_from_backward_keeps_type_message_and_gets_note(exc_type, message):
     F = _raiser(exc_type(message))
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     y = F.apply(x)
     with pytest.raises(exc_type) as info:
         (y.sum() + (x * 3.0).sum()).backward()
@@ -309,7 +291,7 @@ def test_exception_from_backward_keeps_type_message_and_gets_note(exc_type, mess
     # the traceback reaches into the backward that raised
     frames = [f.name for f in traceback.extract_tb(e.__traceback__)]
     assert "backward" in frames, frames
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_exception_from_backward_of_named_function_note():
@@ -322,23 +304,23 @@ def test_exception_from_backward_of_named_function_note():
         def backward(ctx, g):
             raise MyError("boom")
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     y = VerySpecificName.apply(x)
     with pytest.raises(MyError) as info:
         lucid.autograd.grad(y.sum(), x)
     assert any("VerySpecificName" in n for n in info.value.__notes__)
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_exception_from_backward_deep_in_graph():
     F = _raiser(MyError("deep"))
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     h = F.apply(x.tanh() * 2.0)
     for _ in range(5):
         h = h.exp() * 0.1
     with pytest.raises(MyError, match="deep"):
         h.sum().backward()
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_missing_backward_is_not_implemented_error_at_backward_time():
@@ -347,14 +329,14 @@ def test_missing_backward_is_not_implemented_error_at_backward_time():
         def forward(ctx, x):
             return x * 2.0
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     y = NoBackward.apply(x)                  # applying is fine
     assert y.grad_fn.name() == "NoBackwardBackward"
     with pytest.raises(NotImplementedError) as info:
         y.sum().backward()
     text = str(info.value) + " ".join(getattr(info.value, "__notes__", []))
     assert "NoBackward" in text
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
 
 
 def test_missing_forward_is_not_implemented_error():
@@ -363,7 +345,7 @@ def test_missing_forward_is_not_implemented_error():
         def backward(ctx, g):
             return g
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     with pytest.raises(NotImplementedError, match="NoForward"):
         NoForward.apply(x)
 
@@ -383,149 +365,10 @@ def test_backward_raising_once_graph_still_usable_after_fix():
                 raise MyError("flaky")
             return 2.0 * g
 
-    x = _leaf(V)
+    x = leaf_with_grad(V)
     with pytest.raises(MyError):
         Flaky.apply(x).sum().backward()
-    _assert_grad_unchanged(x, V)
+    assert_unchanged(x, V)
     calls["fail"] = False
     Flaky.apply(x).sum().backward()
     assert_close(x.grad, np.arange(3) + 10.0 + 2.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# 11. anomaly mode
-# ---------------------------------------------------------------------------------------------
-
-class Boom(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2.0
-
-    @staticmethod
-    def backward(ctx, g):
-        raise MyError("boom in backward")
-
-
-def _all_notes(e):
-    return "\n".join(getattr(e, "__notes__", []))
-
-
-def test_anomaly_exception_note_has_forward_traceback():
-    x = _leaf(V)
-    with lucid.autograd.detect_anomaly():
-        assert lucid.autograd.is_anomaly_enabled()
-        y = Boom.apply(x)  # APPLY-LINE-MARKER
-        with pytest.raises(MyError, match="boom in backward") as info:
-            y.sum().backward()
-    assert not lucid.autograd.is_anomaly_enabled()
-    notes = _all_notes(info.value)
-    assert THIS_FILE in notes, notes
-    assert "test_anomaly_exception_note_has_forward_traceback" in notes, notes
-    assert "Boom.apply(x)" in notes, notes            # the source line of the forward call
-    assert "Boom" in notes
-    _assert_grad_unchanged(x, V)
-
-
-def test_no_forward_traceback_outside_anomaly_mode():
-    x = _leaf(V)
-    y = Boom.apply(x)
-    with pytest.raises(MyError) as info:
-        y.sum().backward()
-    assert "Boom.apply(x)" not in _all_notes(info.value)
-    _assert_grad_unchanged(x, V)
-
-
-def _sqrt_nan_graph(x):
-    # d/dx sqrt(x) at 0 is inf; multiplied by an upstream gradient of 0 it gives NaN
-    return (lucid.sqrt(x) * 0.0).sum()
-
-
-def test_anomaly_nan_from_builtin_op_raises_naming_node():
-    x = f64([0.0, 4.0], requires_grad=True)
-    x.grad = f64([1.0, 2.0])
-    with lucid.autograd.detect_anomaly():
-        loss = _sqrt_nan_graph(x)
-        with pytest.raises(RuntimeError) as info:
-            loss.backward()
-    msg = str(info.value)
-    assert "SqrtBackward" in msg, msg
-    assert re.search(r"nan", msg, re.I), msg
-    notes = _all_notes(info.value)
-    assert "_sqrt_nan_graph" in notes and THIS_FILE in notes, notes
-    assert_close(x.grad, [1.0, 2.0], rtol=0, atol=0)
-
-
-def test_anomaly_nan_from_log_backward():
-    x = f64([0.0, 1.0], requires_grad=True)
-    with lucid.autograd.detect_anomaly():
-        loss = (lucid.log(x) * 0.0).sum()       # 0 * (1/0) = NaN in LogBackward
-        with pytest.raises(RuntimeError, match="LogBackward"):
-            loss.backward()
-    assert x.grad is None
-
-
-def test_nan_outside_anomaly_mode_is_not_an_error():
-    x = f64([0.0, 4.0], requires_grad=True)
-    _sqrt_nan_graph(x).backward()
-    g = to_numpy(x.grad)
-    assert np.isnan(g[0])                        # 0 * inf
-    assert g[1] == 0.0
-
-
-class NanBackward(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * 1.0
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x - x) / (x - x)              # 0/0 = NaN
-
-
-def test_anomaly_nan_from_function_backward_names_its_node():
-    x = _leaf(V)
-    with lucid.autograd.detect_anomaly():
-        y = NanBackward.apply(x)
-        with pytest.raises(RuntimeError) as info:
-            y.sum().backward()
-    assert "NanBackwardBackward" in str(info.value), str(info.value)
-    assert "test_anomaly_nan_from_function_backward_names_its_node" in _all_notes(info.value)
-    _assert_grad_unchanged(x, V)
-
-
-def test_anomaly_as_decorator():
-    seen = {}
-
-    @lucid.autograd.detect_anomaly()
-    def run(x):
-        seen["enabled"] = lucid.autograd.is_anomaly_enabled()
-        _sqrt_nan_graph(x).backward()
-
-    x = f64([0.0, 1.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="SqrtBackward"):
-        run(x)
-    assert seen["enabled"] is True
-    assert not lucid.autograd.is_anomaly_enabled()
-    assert x.grad is None
-    run_ok = lucid.autograd.detect_anomaly()(lambda t: (lucid.sqrt(t) * 2.0).sum().backward())
-    y = f64([4.0], requires_grad=True)
-    run_ok(y)
-    assert_close(y.grad, [0.5])
-
-
-def test_anomaly_mode_restored_after_exception():
-    assert not lucid.autograd.is_anomaly_enabled()
-    with pytest.raises(MyError):
-        with lucid.autograd.detect_anomaly():
-            raise MyError("inside")
-    assert not lucid.autograd.is_anomaly_enabled()
-
-
-def test_anomaly_mode_without_errors_gives_correct_gradients():
-    xv = np.array([0.5, 1.5])
-    x = f64(xv, requires_grad=True)
-    with lucid.autograd.detect_anomaly():
-        (SaveIn.apply(x) * lucid.sqrt(x)).sum().backward()
-    assert_close(x.grad, 2.5 * xv ** 1.5)

@@ -1,7 +1,8 @@
 """Custom Functions (API.md section 4): apply, FunctionCtx, the node, what backward returns,
-multiple outputs, leaks, double backward, re-entrant backward, threads and gradcheck.
+multiple outputs, leaks, double backward, re-entrant backward, threads, gradcheck, in-place
+Functions (ctx.mark_dirty) and setup_context-style Functions.
 
-Error paths (bad backward results, exceptions, anomaly mode) are in test_errors.py."""
+Error paths (bad backward results, exceptions) are in test_errors.py."""
 import gc
 import threading
 import weakref
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import lucid
-from lucid.autograd import Function
+from lucid.autograd import Function, gradcheck
 from support.checks import assert_close, f64, numerical_vjp, to_numpy
 from support.shared_functions import Square
 
@@ -1562,6 +1563,13 @@ def test_gradcheck_names_the_wrong_input_and_output():
     assert lucid.autograd.gradcheck(HalfWrong.apply, (a, b), raise_exception=False) is False
 
 
+@pytest.mark.parametrize("returned", [None, 1.5, (), (None, 2)])
+def test_gradcheck_fn_without_tensor_output_raises(returned):
+    x = lucid.ones(2, dtype=lucid.float64, requires_grad=True)
+    with pytest.raises(ValueError, match="no tensor"):
+        gradcheck(lambda t: returned, (x,))
+
+
 def test_gc_collected_cycle_through_ctx_is_clean():
     import sys
 
@@ -1590,3 +1598,150 @@ def test_gc_collected_cycle_through_ctx_is_clean():
     finally:
         sys.unraisablehook = previous
     assert caught == [], f"errors while freeing the graph: {caught!r}"
+
+
+# ------------------------------------------------------------------------------------------------
+# 13. mark_dirty
+# ------------------------------------------------------------------------------------------------
+
+class ScaleInPlace(lucid.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        x.mul_(k)
+        ctx.mark_dirty(x)
+        ctx.k = k
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
+
+
+def test_mark_dirty_returns_the_input_with_new_history():
+    a = f64([1.0, 2.0], requires_grad=True)
+    b = a * 1.0
+    version = b._version
+    c = ScaleInPlace.apply(b, 3.0)
+    assert c is b
+    assert b._version > version
+    assert b.grad_fn.name() == "ScaleInPlaceBackward"
+    (c * c).sum().backward()
+    assert_close(a.grad, 2 * 9.0 * np.array([1.0, 2.0]))
+
+
+def test_mark_dirty_refuses_a_leaf_requiring_grad():
+    a = f64([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        ScaleInPlace.apply(a, 3.0)
+
+
+def test_mark_dirty_without_grad_just_writes():
+    a = f64([1.0, 2.0])
+    out = ScaleInPlace.apply(a, 2.0)
+    assert out is a and a.grad_fn is None
+    assert_close(a, [2.0, 4.0])
+
+
+def test_mark_dirty_stale_views_and_no_cycle(gc_off):
+    a = f64([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1.0
+    view = b[0:2]
+    c = ScaleInPlace.apply(b, 2.0)
+    with pytest.raises(RuntimeError, match="view"):
+        view * 1.0
+    node = weakref.ref(c.grad_fn)
+    del b, c, view                        # the stale view holds its base, nothing more
+    assert node() is None
+
+
+def test_mark_dirty_must_return_the_tensor():
+    class Forgets(lucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1.0)
+            ctx.mark_dirty(x)
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    with pytest.raises(RuntimeError, match="did not return it"):
+        Forgets.apply(f64([1.0]) * 1.0)
+
+
+def test_mark_dirty_of_a_tensor_that_is_not_an_input_warns_like_pytorch():
+    class DirtiesAnOther(lucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            other = x * 1.0                   # not an input of the Function
+            ctx.mark_dirty(other)
+            return other
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = f64([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"Function DirtiesAnOther: ctx\.mark_dirty\(\) received "
+                                         r"a tensor that was not an input"):
+        out = DirtiesAnOther.apply(a)
+    out.sum().backward()                      # still a working call, as in PyTorch
+    assert_close(a.grad, [1.0, 1.0])
+    assert_close(a, [1.0, 2.0], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# 14. setup_context style
+# ------------------------------------------------------------------------------------------------
+
+class Scaled(lucid.autograd.Function):
+    @staticmethod
+    def forward(x, k):
+        return x * k, (x * 0).sum()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, k = inputs
+        ctx.k = k
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(True)
+
+    @staticmethod
+    def backward(ctx, g, g_unused):
+        (x,) = ctx.saved_tensors
+        assert ctx.needs_input_grad == (True, False)
+        return g * ctx.k + x * 0.0, None
+
+    @staticmethod
+    def jvp(ctx, tx, tk):
+        return tx * ctx.k, None
+
+
+def test_setup_context_style_has_every_ctx_feature():
+    x = f64([1.0, 2.0], requires_grad=True)
+    y, z = Scaled.apply(x, 3.0)
+    assert z.grad_fn is None and y.grad_fn.name() == "ScaledBackward"
+    y.sum().backward()
+    assert_close(x.grad, [3.0, 3.0])
+    assert lucid.autograd.gradcheck(lambda t: Scaled.apply(t, 3.0)[0], (f64([0.5, 1.5], True),),
+                                    check_forward_ad=True)
+
+
+def test_classic_and_setup_context_styles_agree():
+    class Classic(lucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x1, x2 = f64([1.0, -1.0], True), f64([1.0, -1.0], True)
+    Classic.apply(x1, 2.5).sum().backward()
+    Scaled.apply(x2, 2.5)[0].sum().backward()
+    assert_close(x1.grad, x2.grad.numpy())

@@ -1,8 +1,125 @@
-"""Hooks on nodes: node.register_prehook, node.register_hook, node.metadata (Note [Hook order])."""
+"""Hooks: tensor hooks (tensor.register_hook) and node hooks (node.register_prehook,
+node.register_hook, node.metadata), and the order they run in (Note [Hook order])."""
 import numpy as np
 import pytest
 
 import lucid
+from support.checks import assert_close, f64, to_numpy
+
+
+# ---------------------------------------------------------------------------------------------
+# tensor hooks
+# ---------------------------------------------------------------------------------------------
+
+def test_leaf_hook_replaces_gradient_before_accumulation():
+    x = f64([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    def hook(g):
+        seen.append(to_numpy(g))
+        return g * 2.0
+
+    x.register_hook(hook)
+    (x * 3.0).sum().backward()
+    assert len(seen) == 1
+    assert_close(seen[0], [3.0, 3.0])
+    assert_close(x.grad, [6.0, 6.0])
+
+
+def test_leaf_hook_runs_once_on_summed_gradient():
+    x = f64([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(to_numpy(g)))
+    (x * 2.0 + x * 5.0).sum().backward()
+    assert len(seen) == 1
+    assert_close(seen[0], [7.0, 7.0])
+    assert_close(x.grad, [7.0, 7.0])
+
+
+def test_hook_returning_none_keeps_gradient():
+    x = f64([1.0, 2.0], requires_grad=True)
+    calls = []
+    x.register_hook(lambda g: calls.append(1))
+    (x * 4.0).sum().backward()
+    assert calls == [1]
+    assert_close(x.grad, [4.0, 4.0])
+
+
+def test_hook_remove():
+    x = f64([1.0, 2.0], requires_grad=True)
+    calls = []
+
+    def hook(g):
+        calls.append(1)
+        return g * 10.0
+
+    handle = x.register_hook(hook)
+    handle.remove()
+    (x * 4.0).sum().backward()
+    assert calls == []
+    assert_close(x.grad, [4.0, 4.0])
+
+
+def test_non_leaf_hook_replaces_gradient_flowing_on():
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = x * 3.0
+    seen = []
+
+    def hook(g):
+        seen.append(to_numpy(g))
+        return g * 10.0
+
+    y.register_hook(hook)
+    (y * y).sum().backward()
+    assert len(seen) == 1
+    assert_close(seen[0], [6.0, 12.0])
+    assert_close(x.grad, [180.0, 360.0])
+    with pytest.warns(UserWarning, match="not a leaf"):
+        assert y.grad is None
+
+
+def test_non_leaf_hook_remove_and_none():
+    x = f64([1.0, 2.0], requires_grad=True)
+    y = x * 3.0
+    h = y.register_hook(lambda g: g * 0.0)
+    calls = []
+    y.register_hook(lambda g: calls.append(1))
+    h.remove()
+    y.sum().backward()
+    assert calls == [1]
+    assert_close(x.grad, [3.0, 3.0])
+
+
+def test_hooks_chain_in_registration_order():
+    x = f64([1.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: g * 2.0)
+    x.register_hook(lambda g: seen.append(to_numpy(g)))
+    x.register_hook(lambda g: g + 1.0)
+    (x * 5.0).sum().backward()
+    assert_close(seen[0], [10.0])
+    assert_close(x.grad, [11.0])
+
+
+@pytest.mark.parametrize("bad_dtype", [lucid.int64, lucid.int32, lucid.bool])
+@pytest.mark.parametrize("on_leaf", [True, False])
+def test_hook_returning_int_or_bool_raises_naming_it(bad_dtype, on_leaf):
+    x = lucid.ones(3, requires_grad=True)
+    target = x if on_leaf else x * 2
+
+    def to_ints(g):
+        return lucid.ones(3, dtype=bad_dtype)
+
+    target.register_hook(to_ints)
+    with pytest.raises(RuntimeError, match="to_ints") as info:
+        (target * 3).sum().backward()
+    assert "floating-point" in str(info.value)
+    assert x.grad is None
+
+
+# ---------------------------------------------------------------------------------------------
+# node hooks
+# ---------------------------------------------------------------------------------------------
 
 
 def _logged_function(log):

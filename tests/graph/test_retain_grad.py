@@ -1,14 +1,15 @@
-"""retain_grad() followed by in-place changes: .grad is the gradient of the tensor's CURRENT value.
+"""retain_grad(): a non-leaf's .grad like a leaf's, and after in-place changes the gradient of the
+tensor's CURRENT value.
 
-Each case keeps a use of the value from before the change (z = 2 * y_old), so a retained gradient
-still attached to the old node would pick up that path too. Expected values come from central
-finite differences of a NumPy reference (conftest.numerical_vjp) and match PyTorch's.
+Each in-place case keeps a use of the value from before the change (z = 2 * y_old), so a retained
+gradient still attached to the old node would pick up that path too. Expected values come from
+central finite differences of a NumPy reference (support.checks.numerical_vjp) and match PyTorch's.
 """
 import numpy as np
 import pytest
 
 import lucid
-from support.checks import numerical_vjp
+from support.checks import assert_close, f64, numerical_vjp
 
 X0 = np.array([[1.0, 2.0], [0.5, -1.0]])
 W = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -98,3 +99,38 @@ def test_retained_grad_after_inplace_accumulates_across_backwards():
     loss.backward(retain_graph=True)
     loss.backward()
     np.testing.assert_allclose(y.grad.numpy(), 2 * (2 * 6 * np.array([1.0, -2.0])))
+
+
+# ---------------------------------------------------------------------------------------------
+# retain_grad on non-leaves
+# ---------------------------------------------------------------------------------------------
+
+def test_retain_grad_on_non_leaf():
+    xv = np.array([1.0, -1.0])
+    x = f64(xv, requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    assert y.retains_grad
+    (y * y).sum().backward()
+    assert_close(y.grad, 2 * (2 * xv))
+    assert_close(x.grad, 8 * xv)
+
+
+def test_non_leaf_grad_is_none_without_retain_grad():
+    x = f64([1.0, -1.0], requires_grad=True)
+    y = x * 2.0
+    (y * y).sum().backward()
+    with pytest.warns(UserWarning, match="not a leaf.*retain_grad"):   # as PyTorch warns
+        assert y.grad is None
+    assert not y.retains_grad
+
+
+def test_retain_grad_accumulates_like_leaf():
+    x = f64([1.0], requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    z = (y * 3.0).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    assert_close(y.grad, [6.0])
+    assert_close(x.grad, [12.0])

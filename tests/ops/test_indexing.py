@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lucid
-from support.checks import assert_close
+from support.checks import assert_close, assert_exact
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,6 +319,50 @@ def test_methods_accept_varargs_and_tuples():
     assert_close(x.repeat(2, 1), x.repeat((2, 1)), rtol=0, atol=0)
     assert_close(x.tile(2), x.tile((2,)), rtol=0, atol=0)
     assert x.tile(2).shape == (2, 6)
+
+
+# ---------------------------------------------------------------------------------------------
+# a shape op to the same shape (expand(x.shape), reshape(x.shape), x[...], ...) returns a new view,
+# not x itself, so a hook registered on it stays on it (PyTorch); a cast to the same dtype is x
+# ---------------------------------------------------------------------------------------------
+
+SAME_SHAPE_EXPANDS = {"expand": lambda x: x.expand(x.shape),
+                      "expand_args": lambda x: x.expand(*x.shape),
+                      "lucid_expand": lambda x: lucid.expand(x, x.shape),
+                      "expand_minus1": lambda x: x.expand(-1, -1)}
+SAME_SHAPE_OTHERS = {"reshape": lambda x: x.reshape(x.shape), "squeeze": lambda x: x.squeeze(),
+                     "transpose": lambda x: x.transpose(0, 0),
+                     "permute": lambda x: x.permute(0, 1), "flatten": lambda x: x.flatten(1),
+                     "view": lambda x: x.view(2, 3), "getitem": lambda x: x[...]}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_SHAPE_EXPANDS))
+def test_expand_to_the_same_shape_returns_a_new_view(name):
+    check_new_view(SAME_SHAPE_EXPANDS[name])
+
+
+@pytest.mark.parametrize("name", sorted(SAME_SHAPE_OTHERS))
+def test_guard_other_shape_ops_to_the_same_shape_return_new_views(name):
+    check_new_view(SAME_SHAPE_OTHERS[name])
+
+
+def check_new_view(make):
+    x = lucid.ones(2, 3, requires_grad=True)
+    y = make(x)
+    assert y is not x and y.shape == x.shape
+    calls = []
+    y.register_hook(lambda g: calls.append(g))
+    (x * 2).sum().backward()                 # y is not used: its hook must not run
+    assert calls == []
+    assert_exact(x.grad, np.full((2, 3), 2.0))
+    (y * 5).sum().backward()
+    assert len(calls) == 1
+    assert_exact(x.grad, np.full((2, 3), 7.0))
+
+
+def test_guard_cast_to_the_same_dtype_is_self():
+    x = lucid.ones(2, requires_grad=True)
+    assert x.to(lucid.float32) is x and x.float() is x
 
 
 # ---------------------------------------------------------------------------------------------

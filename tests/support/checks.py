@@ -4,6 +4,7 @@ import re
 import numpy as np
 
 import lucid
+from lucid.autograd import grad
 
 SEED = 20240601
 
@@ -49,6 +50,48 @@ def numerical_vjp(ref_fn, arrays, upstream, eps=1e-6):
             gflat[k] = (fp - fm) / (2 * eps)
         grads.append(g)
     return grads
+
+
+def leaf(values, dtype=lucid.float64, requires_grad=True):
+    """A leaf tensor of ``dtype`` holding ``values`` (read as float64 first), requiring grad."""
+    return lucid.tensor(np.asarray(values, dtype=np.float64), dtype=dtype,
+                        requires_grad=requires_grad)
+
+
+def grads_for(out, upstream, *inputs, create_graph=False):
+    """d(out)/d(inputs) for the upstream gradient `upstream` (a NumPy array)."""
+    seed = lucid.tensor(np.asarray(upstream, dtype=np.float64), dtype=out.dtype)
+    return grad((out,), inputs, (seed,), create_graph=create_graph, allow_unused=True)
+
+
+def random_leaf(rng, *shape, requires_grad=True):
+    """A float64 tensor of standard normal values drawn from rng, a leaf requiring grad."""
+    return lucid.tensor(rng.standard_normal(shape), dtype=lucid.float64,
+                        requires_grad=requires_grad)
+
+
+def leaf_with_grad(values=(0.5, -1.0, 2.0)):
+    """A float64 leaf with a known, non-trivial .grad already set."""
+    x = f64(list(values), requires_grad=True)
+    x.grad = f64(np.arange(len(values), dtype=np.float64) + 10.0)
+    return x
+
+
+def assert_unchanged(x, values=(0.5, -1.0, 2.0)):
+    """x still holds the values and the .grad that leaf_with_grad(values) gave it."""
+    assert x.grad is not None
+    assert_close(x.grad, np.arange(len(values), dtype=np.float64) + 10.0, rtol=0, atol=0)
+    assert_close(x, np.array(values, dtype=np.float64), rtol=0, atol=0)
+
+
+def assert_exact(actual, expected):
+    """Equal, NaN-for-NaN, with exact zeros where expected has zeros."""
+    a, e = to_numpy(actual), np.asarray(expected, dtype=np.float64)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    finite = np.isfinite(e)
+    np.testing.assert_array_equal(np.isfinite(a), finite, err_msg=f"{a} vs {e}")
+    np.testing.assert_array_equal(a[~finite], e[~finite], err_msg=f"{a} vs {e}")  # inf, -inf, nan
+    np.testing.assert_allclose(a[finite], e[finite], rtol=1e-6, atol=0, err_msg=f"{a} vs {e}")
 
 
 def _shape_regex(shape):

@@ -20,7 +20,7 @@ try and a domain per input. From it:
     differences (gradcheck with check_forward_ad);
   * tests/reliability/test_property.py builds random programs out of the rows with ``property`` set (every
     row anchors at least one program per run);
-  * the family test files (tests/test_ops_<family>.py) keep only what a Jacobian check cannot
+  * the family test files (tests/ops/test_<family>.py) keep only what a Jacobian check cannot
     see (special values, ties, views vs copies, dtypes) and the error paths.
 Adding an op is one definition plus one row.
 
@@ -42,7 +42,8 @@ from .op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, H
                      OpSpec, Rows, joined, joined_code, outputs, sample)
 
 # What the random programs keep away from, and why:
-#  * values stay finite (inf/NaN upstream gradients are pinned by test_reliability_ops.py);
+#  * values stay finite (inf/NaN upstream gradients are pinned by
+#    tests/reliability/test_ieee_edge_values.py);
 #  * pow's base stays positive (pow at 0 is pinned there too);
 #  * amax / amin / max / min get no 0-size input: reducing over an empty dimension has no
 #    identity, so it raises (IndexError, as in PyTorch) instead of giving a value to compare.
