@@ -1,8 +1,9 @@
 """87 everyday PyTorch idioms, each run against lucid and checked against what PyTorch 2.13
 gives (values worked out once with torch and written here; shapes as tuples, dtypes as lucid's).
 
-The few idioms lucid does not support are marked xfail with the reason (docs/idioms.md lists
-them). Where PyTorch itself raises (numpy() of a tensor that requires grad), the idiom
+The few idioms lucid does not support are marked xfail with the reason and the exception that
+reason raises (docs/idioms.md lists them); xfails are strict (pyproject.toml), so an idiom that
+starts to work fails until its mark is removed. Where PyTorch itself raises (numpy() of a tensor that requires grad), the idiom
 passes when lucid raises the same exception type.
 """
 import copy
@@ -19,13 +20,14 @@ import lucid as M
 
 IDIOMS = []
 
-VMAP = "lucid has no vmap (not provided yet); func.grad itself works"
-NUMPY_AXIS = "numpy's axis= keyword is not accepted by lucid's reductions (dim= only)"
+# (reason, the exception the idiom raises for that reason)
+VMAP = ("lucid has no vmap (not provided yet); func.grad itself works", AttributeError)
+NUMPY_AXIS = ("numpy's axis= keyword is not accepted by lucid's reductions (dim= only)", TypeError)
 
 
 def idiom(name, expect=None, xfail=None, raises=None):
     def deco(fn):
-        marks = [pytest.mark.xfail(strict=False, reason=xfail)] if xfail else []
+        marks = [pytest.mark.xfail(reason=xfail[0], raises=xfail[1])] if xfail else []
         IDIOMS.append(pytest.param(fn, expect, raises, id=name, marks=marks))
         return fn
     return deco
