@@ -1,23 +1,49 @@
-"""Fused tangents (Note [Fused tangents]; their arrays come from Note [Array pool]): the elementwise ops on fast arrays
-compute their jvp with the typed loops inside the op call. Each fused tangent is checked bit for
-bit against the general path (the same op with a tangent that requires grad, under grad mode,
+"""Fused tangents (Note [Fused tangents]; their arrays come from Note [Array pool]): the
+elementwise ops on fast arrays compute their jvp with the typed loops inside the op call, and
+leave it a bare array that becomes a tensor only when asked for. Each fused tangent is checked bit
+for bit against the general path (the same op with a tangent that requires grad, under grad mode,
 which the fused path leaves to the general rules) and against central differences in float64;
-a counter of fused tangents shows which path ran.
+which path ran is seen from outside: asking for a fused output's tangent makes its tensor
+(fused_outputs), asking for a general one's makes none.
 """
+import sys
+import tracemalloc
+
 import numpy as np
 import pytest
 
 import lucid
 import lucid.autograd.forward_ad as fwAD
-from lucid import _core
+from support.allocations import fill_pool, made_in, tracing
+
+TENSOR_BYTES = sys.getsizeof(lucid.tensor(0.0))     # what one tensor object takes
+FREE_LIST = 256                  # dead tensors kept for reuse (@cython.freelist in _tensor.pxi)
 
 
-def fused_count():
-    return _core._fused_tangent_stats()
+def _bytes_to_ask(outs):
+    """The memory the Python allocators hand out while the tangent of each of outs is asked for
+    (the tangents kept)."""
+    tangents = [None] * len(outs)
+    with tracing():
+        before = tracemalloc.get_traced_memory()[0]
+        for k, out in enumerate(outs):
+            tangents[k] = fwAD.unpack_dual(out).tangent
+        return tracemalloc.get_traced_memory()[0] - before
 
 
-def pool_reuses():
-    return _core._array_pool_stats()[0]
+def fused_outputs(outs):
+    """How many of outs (dual tensors) hold the bare tangent a fused op leaves: the tangent tensors
+    the first ask of every tangent makes, counted as its memory beyond a second ask's (which gets
+    the same tensors: the ask's own cost), in tensors. So that each tensor an ask makes is a new
+    allocation, every output is first viewed once (a view makes its base's shared version counter,
+    which unpack_dual's primal alias would make here) and Tensor's free list is emptied but for
+    the one tensor that alias takes and gives back on every ask."""
+    views = [out.detach() for out in outs]
+    del views
+    holders = [lucid.tensor(0.0) for _ in range(FREE_LIST + 1)]
+    holders.pop()
+    first = _bytes_to_ask(outs)
+    return round((first - _bytes_to_ask(outs)) / TENSOR_BYTES)
 
 
 def positive(rng, shape, dtype):
@@ -29,10 +55,16 @@ def tangent_values(rng, shape, dtype):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def _op_outputs(result):
+    """The op outputs a test function gives: its result, or the list of every op's output it
+    kept (the last one its result)."""
+    return result if isinstance(result, list) else [result]
+
+
 def run_jvp(fn, primals, tangents, general):
     """fn's primal and tangent in a dual level; general: the tangents require grad under grad
-    mode, so that every op takes the general jvp path. Returns (primal, tangent, fused ops)."""
-    before = fused_count()
+    mode, so that every op takes the general jvp path. Returns (primal, tangent, how many of the
+    op outputs fn gives hold a fused tangent)."""
     with fwAD.dual_level():
         duals = []
         for p, t in zip(primals, tangents):
@@ -41,9 +73,11 @@ def run_jvp(fn, primals, tangents, general):
                 continue
             tt = lucid.tensor(t, requires_grad=general)
             duals.append(fwAD.make_dual(lucid.tensor(p), tt))
-        primal, tangent = fwAD.unpack_dual(fn(*duals))
+        outs = _op_outputs(fn(*duals))
+        fused = fused_outputs(outs)
+        primal, tangent = fwAD.unpack_dual(outs[-1])
         out = (primal.numpy().copy(), None if tangent is None else tangent.detach().numpy().copy())
-    return out + (fused_count() - before,)
+    return out + (fused,)
 
 
 def fd_tangent(fn, primals, tangents, eps=1e-6):
@@ -52,7 +86,7 @@ def fd_tangent(fn, primals, tangents, eps=1e-6):
         shifted = [lucid.tensor(np.asarray(np.asarray(p, np.float64) + sign * eps *
                                            (0 if t is None else np.asarray(t, np.float64))))
                    for p, t in zip(primals, tangents)]
-        return fn(*shifted).numpy()
+        return _op_outputs(fn(*shifted))[-1].numpy()
     return (at(1) - at(-1)) / (2 * eps)
 
 
@@ -104,17 +138,29 @@ def test_binary_op_tangent(name, which, shape, dtype, rng):
     np.testing.assert_allclose(tangent, fd_tangent(fn, [x, y], [tx, ty]), rtol=1e-5, atol=1e-5)
 
 
+def _chain(x, y):
+    """z <- tanh(z * 0.5 + x) * y - z / 3 twenty times from z = x, then exp(z) + log(y): 123 ops,
+    each one's output kept (so that each one's tangent can be seen to be fused)."""
+    outs = [x]
+    for _ in range(20):
+        z = outs[-1]
+        a = z * 0.5
+        b = a + x
+        c = lucid.tanh(b)
+        d = c * y
+        e = z / 3.0
+        outs += [a, b, c, d, e, d - e]
+    outs += [lucid.exp(outs[-1]), lucid.log(y)]
+    outs.append(outs[-2] + outs[-1])
+    return outs[1:]
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_a_chain_of_fused_ops_matches_the_general_path(dtype, rng):
-    def chain(x, y):
-        z = x
-        for _ in range(20):
-            z = lucid.tanh(z * 0.5 + x) * y - z / 3.0
-        return lucid.exp(z) + lucid.log(y)
     x, y = positive(rng, (5,), dtype), positive(rng, (5,), dtype)
     tx, ty = tangent_values(rng, (5,), dtype), tangent_values(rng, (5,), dtype)
-    tangent = check_fused_against_general(chain, [x, y], [tx, ty], 20 * 6 + 3)
-    np.testing.assert_allclose(tangent, fd_tangent(chain, [x, y], [tx, ty]), rtol=1e-4,
+    tangent = check_fused_against_general(_chain, [x, y], [tx, ty], 20 * 6 + 3)
+    np.testing.assert_allclose(tangent, fd_tangent(_chain, [x, y], [tx, ty]), rtol=1e-4,
                                atol=1e-5)
 
 
@@ -133,38 +179,39 @@ def test_broadcast_operands_take_the_general_path(rng):
 def test_non_contiguous_tangent_takes_the_general_path(rng):
     x = positive(rng, (4, 3), np.float64)
     t_base = tangent_values(rng, (3, 4), np.float64)
-    before = fused_count()
     with lucid.no_grad(), fwAD.dual_level():
         # a tangent that requires grad keeps its own (here strided) layout
         tangent_in = lucid.from_numpy(t_base.T).requires_grad_(True)
         dual = fwAD.make_dual(lucid.tensor(x), tangent_in)
         if fwAD.unpack_dual(dual).tangent.detach().numpy().flags.c_contiguous:
             pytest.fail("make_dual copied the strided tangent; this test needs it strided")
-        tangent = fwAD.unpack_dual(dual * 2.0).tangent.detach().numpy()
-    assert fused_count() == before
+        out = dual * 2.0
+        assert fused_outputs([out]) == 0
+        tangent = fwAD.unpack_dual(out).tangent.detach().numpy()
     np.testing.assert_array_equal(tangent, t_base.T * 2.0)
 
 
 def test_non_contiguous_primal_takes_the_general_path(rng):
     x = positive(rng, (3, 4), np.float64)
     tx = tangent_values(rng, (3, 4), np.float64)
-    before = fused_count()
     with fwAD.dual_level():
         dual = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
         view = dual.T                                   # strided primal and tangent
-        tangent = fwAD.unpack_dual(lucid.exp(view) * view).tangent.numpy()
-    assert fused_count() == before
+        e = lucid.exp(view)
+        out = e * view
+        assert fused_outputs([e, out]) == 0
+        tangent = fwAD.unpack_dual(out).tangent.numpy()
     np.testing.assert_allclose(tangent, (np.exp(x.T) * x.T + np.exp(x.T)) * tx.T, rtol=1e-12)
 
 
 def test_recording_takes_the_general_path_and_records_the_tangent(rng):
     x, tx = positive(rng, (4,), np.float64), tangent_values(rng, (4,), np.float64)
     w = lucid.tensor(positive(rng, (4,), np.float64), requires_grad=True)
-    before = fused_count()
     with fwAD.dual_level():
         dual = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
-        tangent = fwAD.unpack_dual(dual * w).tangent    # d(x*w) = tx*w, a function of w
-    assert fused_count() == before
+        out = dual * w
+        assert fused_outputs([out]) == 0
+        tangent = fwAD.unpack_dual(out).tangent         # d(x*w) = tx*w, a function of w
     tangent.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), tx, rtol=1e-12)
 
@@ -172,21 +219,20 @@ def test_recording_takes_the_general_path_and_records_the_tangent(rng):
 def test_under_no_grad_a_weight_that_requires_grad_does_not_stop_fusion(rng):
     x, tx = positive(rng, (4,), np.float32), tangent_values(rng, (4,), np.float32)
     w = lucid.tensor(positive(rng, (4,), np.float32), requires_grad=True)
-    before = fused_count()
     with lucid.no_grad(), fwAD.dual_level():
         dual = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
-        tangent = fwAD.unpack_dual(dual * w).tangent.numpy()
-    assert fused_count() - before == 1
+        out = dual * w
+        assert fused_outputs([out]) == 1
+        tangent = fwAD.unpack_dual(out).tangent.numpy()
     np.testing.assert_array_equal(tangent, tx * w.detach().numpy())
 
 
 def test_no_tangent_in_gives_no_tangent_out(rng):
     x = lucid.tensor(positive(rng, (4,), np.float64))
-    before = fused_count()
     with fwAD.dual_level():
         out = lucid.tanh(x * 2.0 + x)
+        assert fused_outputs([out]) == 0
         assert fwAD.unpack_dual(out).tangent is None
-    assert fused_count() == before
 
 
 # -- the tangent as a tensor, and the pool ---------------------------------------------------------
@@ -202,18 +248,23 @@ def test_a_fused_tangent_is_one_tensor_with_its_own_memory(rng):
         np.testing.assert_array_equal(first.numpy(), tx)
 
 
+def _keep_tangents(y, kept, steps=30):
+    """y <- y * 0.5 + 1.0 steps times (the intermediate y * 0.5 dies: pooled), every third step's
+    tangent kept as (step, tangent)."""
+    for i in range(steps):
+        y = y * 0.5 + 1.0
+        if i % 3 == 0:
+            kept.append((i, fwAD.unpack_dual(y).tangent))
+
+
 def test_pooled_arrays_never_alias_a_live_tangent(rng):
-    pooling = _core._array_pool_enabled()        # the sanitizer build keeps no pool
     x, tx = positive(rng, (8,), np.float64), tangent_values(rng, (8,), np.float64)
     kept = []
-    before = pool_reuses()
-    with fwAD.dual_level():
-        y = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
-        for i in range(30):
-            y = y * 0.5 + 1.0                    # the intermediate y * 0.5 dies: pooled
-            if i % 3 == 0:
-                kept.append((i, fwAD.unpack_dual(y).tangent))
-        assert pool_reuses() > before or not pooling
+    with tracing(), fwAD.dual_level():
+        pooling = fill_pool((8,), np.float64)    # the sanitizer build keeps no pool
+        _keep_tangents(fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx)), kept)
+        # tangents do get pooled arrays: the first ones kept were made before the steps ran
+        assert not pooling or any(not made_in(t.numpy(), _keep_tangents) for _, t in kept)
         for i, t in kept:                        # ty_i = tx * 0.5**(i + 1), unchanged since
             np.testing.assert_array_equal(t.numpy(), tx * 0.5 ** (i + 1))
         arrays = [t.numpy() for _, t in kept]

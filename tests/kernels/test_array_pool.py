@@ -1,6 +1,9 @@
 """The array pool (Note [Array pool]): a small array that dies unshared with its tensor is reused
-by the next typed loop. Each test holds on to an array in one of the ways someone can still see
-it, lets its tensor die, runs ops that would take it from the pool, and checks it kept its values.
+by the next typed loop. That memory is reused is seen from outside: the next op's result has the
+dropped array's data pointer, and a long chain ends on arrays that were made before it ran
+(tracemalloc knows where each array was allocated). The other tests hold on to an array in one of
+the ways someone can still see it, let its tensor die, run ops that would take it from the pool,
+and check it kept its values.
 """
 import copy
 import pickle
@@ -12,6 +15,7 @@ import pytest
 
 import lucid
 from lucid import _core
+from support.allocations import POOL_SIZE, fill_pool, made_in, tracing
 
 SHAPE = (16,)
 
@@ -21,16 +25,12 @@ needs_pool = pytest.mark.skipif(not _core._array_pool_enabled(),
                                 reason="this build keeps no array pool (LUCID_SANITIZE=1)")
 
 
-def reuses():
-    return _core._array_pool_stats()[0]
-
-
 def pooled():
-    return _core._array_pool_stats()[1]
+    return _core._array_pool_size()
 
 
 def empty_pool():
-    _core._array_pool_stats(empty=True)
+    _core._array_pool_size(empty=True)
 
 
 def churn(like, steps=20):
@@ -42,15 +42,45 @@ def churn(like, steps=20):
 
 
 @needs_pool
-def test_a_chain_reuses_its_dropped_arrays():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dropped_arrays_memory_is_the_next_results(rng, dtype):
+    values = rng.standard_normal(SHAPE).astype(dtype)
+    source = lucid.tensor(values)
+    dropped = source * 1.0
+    address = dropped.numpy().ctypes.data
     empty_pool()
-    before = reuses()
-    x = lucid.tensor(np.ones(SHAPE, np.float32), requires_grad=True)
+    del dropped                                          # its array goes to the pool
+    # NumPy's allocator gets no memory back: were the array freed, these would take it
+    others = [np.empty(SHAPE, dtype) for _ in range(POOL_SIZE)]
+    result = source * 2.0
+    assert result.numpy().ctypes.data == address
+    assert all(o.ctypes.data != address for o in others)
+    np.testing.assert_array_equal(result.numpy(), values * dtype(2.0))
+
+
+def _forward_chain(x, steps=50):
+    """y <- y * 0.5 + x, steps times: two results per step, the step before's two dropped."""
     y = x
-    for _ in range(50):
+    for _ in range(steps):
         y = y * 0.5 + x
+    return y
+
+
+def _backward(y):
     y.sum().backward()
-    assert reuses() - before > 50
+
+
+@needs_pool
+def test_a_chain_reuses_its_dropped_arrays():
+    """The pool starts with POOL_SIZE arrays and the chain needs a hundred forward and as many
+    backward: its last results are arrays made before it, so it ran on the ones it dropped."""
+    with tracing():
+        fill_pool(SHAPE, np.float32)
+        x = lucid.tensor(np.ones(SHAPE, np.float32), requires_grad=True)
+        y = _forward_chain(x)
+        assert not made_in(y.detach().numpy(), _forward_chain)
+        _backward(y)
+        assert not made_in(x.grad.numpy(), _backward)
     expected = sum(0.5 ** k for k in range(51))          # dy/dx of the chain, every element
     np.testing.assert_allclose(x.grad.numpy(), np.full(SHAPE, expected, np.float32), rtol=1e-6)
 
@@ -60,7 +90,7 @@ def test_pool_is_bounded():
     empty_pool()
     tensors = [lucid.tensor(np.ones(SHAPE)) * 2.0 for _ in range(100)]
     del tensors
-    assert pooled() == 8
+    assert pooled() == POOL_SIZE
 
 
 @pytest.mark.parametrize("hold", ["numpy", "view", "memoryview", "dlpack", "np_asarray"])
@@ -191,19 +221,24 @@ def test_values_survive_gc_of_cycles_holding_tensors(rng):
     np.testing.assert_array_equal(keep.numpy(), expected)
 
 
+def _dual_chain(y, steps=50):
+    """y <- y * 0.5 + 1.0, steps times: two primals and two tangents per step."""
+    for _ in range(steps):
+        y = y * 0.5 + 1.0
+    return y
+
+
 @needs_pool
 def test_a_dual_chain_reuses_primal_and_tangent_arrays(rng):
     """Each step makes two primals and two tangents; the tensors and tangents the previous step
-    dropped supply all four (a tangent is recycled with its tensor, through the tensor's extra)."""
+    dropped supply all four (a tangent is recycled with its tensor, through the tensor's extra):
+    after two hundred arrays, the last primal and tangent are arrays made before the chain."""
     import lucid.autograd.forward_ad as fwAD
     x, tx = rng.standard_normal(SHAPE), rng.standard_normal(SHAPE)
-    steps = 50
-    with fwAD.dual_level():
-        y = fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx))
-        y = y * 0.5 + 1.0
-        before = reuses()
-        for _ in range(steps):
-            y = y * 0.5 + 1.0
-        made = reuses() - before
-        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), tx * 0.5 ** (steps + 1))
-    assert made >= 4 * steps - 4
+    with tracing(), fwAD.dual_level():
+        fill_pool(SHAPE, np.float64)
+        y = _dual_chain(fwAD.make_dual(lucid.tensor(x), lucid.tensor(tx)))
+        tangent = fwAD.unpack_dual(y).tangent
+        assert not made_in(y.numpy(), _dual_chain)
+        assert not made_in(tangent.numpy(), _dual_chain)
+        np.testing.assert_allclose(tangent.numpy(), tx * 0.5 ** 50)
