@@ -79,7 +79,7 @@ class GuardError(Exception):
 
 
 # --------------------------------------------------------------------------------------------
-# pure logic: callgrind dumps, summaries, comparison, environment (tests/test_benchmarks_icount)
+# pure logic: callgrind dumps, summaries, comparison, environment (tests/bench/test_instructions.py)
 # --------------------------------------------------------------------------------------------
 def region_label(workload, index):
     """The dump label of repetition ``index`` of ``workload`` ("W1/3")."""

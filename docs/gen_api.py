@@ -3,7 +3,7 @@
 Every public name gets its signature and the first paragraph of its docstring. A signature comes
 from inspect.signature where that works, else from the first docstring line Cython's
 embedsignature writes. Public: the names of a module's __all__, or, for lucid itself and Tensor,
-every name not starting with "_". tests/test_api_reference.py checks the page against this.
+every name not starting with "_". tests/api/test_api_reference.py checks the page against this.
 """
 import importlib
 import inspect
@@ -257,7 +257,7 @@ def render():
            "Every public name of lucid with its signature and the first line of its docstring "
            "(`help(name)` shows the whole docstring). This page is generated from the "
            "docstrings: `python docs/gen_api.py > docs/api.md` rewrites it, and "
-           "`tests/test_api_reference.py` fails when it misses a public name or is out of date.",
+           "`tests/api/test_api_reference.py` fails when it misses a public name or is out of date.",
            "", "Types: `lucid/_core.pyi` types the compiled core, and lucid ships `py.typed`, so "
            "mypy and IDEs check calls against it.", "",
            "Sections: " + ", ".join(f"`{m}`" for m in MODULES) + ".", ""]

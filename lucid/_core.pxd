@@ -9,7 +9,7 @@
 # Node or Tensor. No class here may get smaller from one layout to the next: Cython's import of
 # a class smaller than the one a module was compiled against fails with a ValueError ("size
 # changed") before the module's check_abi call can run, so a removed field leaves an unused
-# pointer-sized pad behind (tests/test_abi_guard.py builds a module against the previous
+# pointer-sized pad behind (tests/api/test_abi_guard.py builds a module against the previous
 # layout's pxd to check it).
 
 from cpython.ref cimport PyObject
@@ -194,7 +194,7 @@ cdef class Node:
     cdef Edge _inline_edges[2]                  # storage for nodes with <= 2 inputs
     # engine bookkeeping (per traversal; saved and restored by re-entrant traversals)
     cdef int dependencies                       # edges from not-yet-run nodes of this traversal
-    cdef int exec_state                         # bit flags (_engine.pxi): EXEC_RUN, apply it
+    cdef int exec_state                         # bit flags (engine/engine.pxi): EXEC_RUN, apply it
                                                 # (or accumulate into the leaf); EXEC_CAPTURE,
                                                 # hand its incoming gradient to grad() or
                                                 # backward(inputs=); EXEC_QUEUED, a root already

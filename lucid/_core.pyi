@@ -1,6 +1,7 @@
 # Types of lucid's compiled core (lucid/_core.pyx): the public names, as mypy and IDEs see them.
-# Checked against the built module by `python -m mypy.stubtest lucid._core` (tests/test_typing.py);
-# the names this file leaves out are listed, with the reason, in tests/typing/stubtest_allowlist.txt.
+# Checked against the built module by `python -m mypy.stubtest lucid._core`
+# (tests/api/test_typing.py); the names this file leaves out are listed, with the reason, in
+# tests/api/typing/stubtest_allowlist.txt.
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, SupportsIndex, overload

@@ -1,16 +1,38 @@
-"""Shared helpers for the lucid test suite.
+"""pytest's set-up for the lucid test suite: the shared fixtures, and the layout's import rule.
 
-Tests import the installed ``lucid`` (editable install); nothing is put on sys.path here.
-Helpers are plain functions so test modules can ``from conftest import ...`` them.
+Tests import the installed ``lucid`` (editable install). The test folders (ops/, graph/, ...) are
+packages, so two folders may hold files of the same name; their shared helpers live in the
+``support`` package, imported from this folder, which is put on sys.path here whatever pytest's
+import mode (``from support.checks import assert_close``).
 """
-import re
+import gc
+import os
+import sys
 
 import numpy as np
 import pytest
 
 import lucid
 
-SEED = 20240601
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if TESTS_DIR not in sys.path:
+    sys.path.insert(0, TESTS_DIR)
+
+from support.checks import SEED  # noqa: E402
+
+
+def pytest_collect_file(file_path, parent):
+    """Refuse a test file outside a package folder: it would be imported by its bare name and
+    clash with a file of the same name elsewhere."""
+    if not (file_path.suffix == ".py" and file_path.name.startswith("test_")):
+        return None
+    if str(file_path.parent) == TESTS_DIR:
+        raise pytest.UsageError(f"{file_path}: test files live in the folder of their area "
+                                "(tests/ops/, tests/graph/, ...), not in tests/ itself")
+    if not (file_path.parent / "__init__.py").exists():
+        raise pytest.UsageError(f"{file_path}: every test folder is a package; add "
+                                f"{file_path.parent / '__init__.py'} (as tests/ops/ has)")
+    return None
 
 
 @pytest.fixture(autouse=True)
@@ -25,69 +47,16 @@ def _grad_mode_enabled():
 
 
 @pytest.fixture
+def gc_off():
+    """The cyclic GC collected, then off for the test (on again after): what the test frees must go
+    by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
+
+
+@pytest.fixture
 def rng():
     """A freshly seeded NumPy generator per test (independent of lucid's RNG)."""
     return np.random.default_rng(SEED)
-
-
-def to_numpy(t):
-    """A NumPy copy of a lucid tensor (or anything array-like)."""
-    if isinstance(t, lucid.Tensor):
-        return np.array(t.detach().numpy(), copy=True)
-    return np.asarray(t)
-
-
-def assert_close(actual, expected, rtol=1e-7, atol=1e-9, msg=""):
-    a = to_numpy(actual)
-    e = to_numpy(expected)
-    assert a.shape == e.shape, f"shape mismatch: got {a.shape}, expected {e.shape}. {msg}"
-    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=msg)
-
-
-def f64(arr, requires_grad=False):
-    """A float64 lucid tensor holding a copy of ``arr``."""
-    return lucid.tensor(np.array(arr, dtype=np.float64), dtype=lucid.float64,
-                        requires_grad=requires_grad)
-
-
-def numerical_vjp(ref_fn, arrays, upstream, eps=1e-6):
-    """Central finite differences of ``sum(ref_fn(*arrays) * upstream)`` w.r.t. each array.
-
-    ``ref_fn`` works on NumPy float64 arrays, so this check is independent of lucid entirely.
-    """
-    arrays = [np.array(a, dtype=np.float64, copy=True) for a in arrays]
-    grads = []
-    for i, a in enumerate(arrays):
-        g = np.zeros(a.shape, dtype=np.float64)
-        flat = a.reshape(-1)          # a view: a is a fresh contiguous copy
-        gflat = g.reshape(-1)
-        for k in range(a.size):
-            orig = flat[k]
-            flat[k] = orig + eps
-            fp = np.sum(np.asarray(ref_fn(*arrays), dtype=np.float64) * upstream)
-            flat[k] = orig - eps
-            fm = np.sum(np.asarray(ref_fn(*arrays), dtype=np.float64) * upstream)
-            flat[k] = orig
-            gflat[k] = (fp - fm) / (2 * eps)
-        grads.append(g)
-    return grads
-
-
-def _shape_regex(shape):
-    dims = [str(int(d)) for d in shape]
-    if len(dims) == 0:
-        return r"(\(\)|\[\]|torch\.Size\(\[\]\))"
-    if len(dims) == 1:
-        # (4,) / [4] / (4)
-        return r"[\(\[]\s*" + dims[0] + r"\s*,?\s*[\)\]]"
-    sep = r"\s*[,x×]\s*"
-    return r"(?<!\d)" + sep.join(dims) + r"(?!\d)"
-
-
-def mentions_shape(msg, shape):
-    return re.search(_shape_regex(shape), msg) is not None
-
-
-def assert_mentions_shapes(msg, *shapes):
-    for s in shapes:
-        assert mentions_shape(msg, s), f"error message does not name shape {s}: {msg!r}"

@@ -1,5 +1,5 @@
 # Engine counters: one flag, read once per traversal; a traversal that starts while it is on
-# runs its nodes through run_node_profiled (_engine.pxi), which counts and times around run_node.
+# runs its nodes through run_node_profiled (engine/engine.pxi), which counts and times around run_node.
 
 from posix.time cimport timespec, clock_gettime, CLOCK_MONOTONIC
 from cpython.pythread cimport PyThread_get_thread_ident

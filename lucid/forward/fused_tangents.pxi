@@ -36,19 +36,9 @@ cdef inline object fused_input(Tensor t, long level, bint recording):
     return g if fast_pair(g, t.data) else NOT_FUSABLE
 
 
-cdef Py_ssize_t fused_tangents_made = 0   # for the tests: how many tangents were fused
-
-
-def _fused_tangent_stats():
-    """Tangents made by the fused path so far: for the tests."""
-    return fused_tangents_made
-
-
 cdef inline void give_tangent(Tensor out, object arr, long level) except *:
     """out's tangent at level: arr itself (tangent_tensor makes it a tensor on first need), or a
     tensor over it marked like out under inference mode."""
-    global fused_tangents_made
-    fused_tangents_made += 1
     cdef Tensor t
     cdef TensorExtra e = tensor_extra(out)
     if e.inference:

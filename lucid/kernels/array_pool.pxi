@@ -52,7 +52,6 @@ cdef enum:
 
 cdef PyObject* array_pool[POOL_SIZE]     # owned references, oldest first; the first pool_count set
 cdef int pool_count = 0
-cdef Py_ssize_t pool_reuses = 0          # for the tests: arrays handed out again
 
 
 cdef inline bint poolable(PyObject* p) noexcept:
@@ -83,7 +82,7 @@ cdef void recycle_array(PyObject* p) noexcept:
 cdef object pooled_array(int typenum, int nd, cnp.npy_intp* dims):
     """A pooled array of this dtype and shape (the pool's reference passes to the caller), or
     None when there is none."""
-    global pool_count, pool_reuses
+    global pool_count
     cdef cnp.ndarray a
     cdef int i, d
     cdef object found
@@ -99,7 +98,6 @@ cdef object pooled_array(int typenum, int nd, cnp.npy_intp* dims):
             Py_DECREF(a)                         # found holds the pool's reference now
             pool_count -= 1
             memmove(&array_pool[i], &array_pool[i + 1], (pool_count - i) * sizeof(PyObject*))
-            pool_reuses += 1
             if LUCID_POISON_POOLED:
                 memset(cnp.PyArray_DATA(a), 0xFF, cnp.PyArray_NBYTES(a))
             return found
@@ -114,12 +112,11 @@ cdef void empty_array_pool() noexcept:
         Py_DECREF(<object>array_pool[pool_count])
 
 
-def _array_pool_stats(bint empty=False):
-    """(arrays reused from the pool so far, arrays in it now): for the tests; empty=True first
-    drops every pooled array."""
+def _array_pool_size(bint empty=False):
+    """How many arrays the pool holds now (for the tests); empty=True first drops them all."""
     if empty:
         empty_array_pool()
-    return pool_reuses, pool_count
+    return pool_count
 
 
 def _array_pool_enabled():

@@ -2,7 +2,7 @@
 
    NumPy's float32 tanh costs 3-5 ns per element on the machines this project runs on; this one
    is bound by memory bandwidth (~1.3 ns). It stays within 1.3 ulp of the correctly rounded tanh
-   (tests/test_simd_tanh.py checks it against float64 tanh on a dense sweep):
+   (tests/kernels/test_simd_tanh.py checks it against float64 tanh on a dense sweep):
    - |x| < 0.625: tanh x = x (1 + x^2 P(x^2)), P of degree 4 fitted for least relative error
      (|error| < 5e-9 before float32 rounding);
    - otherwise: tanh |x| = 1 - 2 / (e^{2|x|} + 1) with a range-reduced exponential

@@ -1,0 +1,1 @@
+"""The benchmark harness and the instruction-count guard (benchmarks/), on fake inputs."""

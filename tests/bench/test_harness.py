@@ -1,0 +1,95 @@
+"""The benchmark statistics and checks: bootstrap intervals, verdicts, the gradient comparison."""
+import sys
+
+import numpy as np
+import pytest
+
+from support.paths import ROOT
+
+# benchmarks/ is not part of the installed package: import it from the source tree (a checkout or
+# the unpacked sdist) that holds this tests/ folder
+sys.path.insert(0, str(ROOT))
+from benchmarks import _harness, _report, _stats  # noqa: E402
+
+
+def noisy(center, n, seed):
+    return list(center * (1.0 + 0.05 * np.random.default_rng(seed).standard_normal(n)))
+
+
+def test_interval_of_constant_samples_is_exact():
+    assert _stats.interval([[6.0] * 5], [[3.0] * 7]) == (2.0, 2.0, 2.0)
+
+
+def test_interval_contains_the_ratio_of_medians_and_is_seeded():
+    a, b = noisy(2.0, 60, 1), noisy(1.0, 60, 2)
+    value, low, high = _stats.interval([a], [b])
+    assert value == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert low < value < high
+    assert 1.8 < low and high < 2.2
+    assert _stats.interval([a], [b]) == (value, low, high)
+
+
+def test_interval_narrows_with_more_samples():
+    few = _stats.interval([noisy(1.0, 10, 3)], [noisy(1.0, 10, 4)])
+    many = _stats.interval([noisy(1.0, 1000, 3)], [noisy(1.0, 1000, 4)])
+    assert many[2] - many[1] < few[2] - few[1]
+
+
+def test_interval_without_samples_is_none():
+    assert _stats.interval([[]], [[1.0]]) is None
+
+
+def test_change_verdicts():
+    old_a, old_b = noisy(1.0, 50, 5), noisy(1.0, 50, 6)
+    same_a, same_b = noisy(1.0, 50, 7), noisy(1.0, 50, 8)
+    fast_a = noisy(0.5, 50, 9)
+    assert _stats.verdict(_stats.interval([same_a, old_b], [same_b, old_a])) == "within noise"
+    assert _stats.verdict(_stats.interval([fast_a, old_b], [same_b, old_a])).startswith("better")
+    assert _stats.verdict(_stats.interval([old_a, same_b], [same_b, fast_a])).startswith("WORSE")
+    assert _stats.verdict(None) == "no samples"
+    assert _stats.verdict((0.97, 0.96, 0.98)) == "better (beyond noise, under 5%)"
+    assert _stats.verdict((1.03, 1.02, 1.04)) == "worse (beyond noise, under 5%)"
+
+
+def test_summary_quartiles():
+    s = _stats.summary([1000, 2000, 3000, 4000, 5000])
+    assert s == pytest.approx({"median_s": 3e-6, "min_s": 1e-6, "p25_s": 2e-6, "p75_s": 4e-6})
+    assert _stats.summary([]) is None
+
+
+def test_target_judgement_uses_the_interval():
+    assert _report.judge(0.5, 0.4, 0.6, 0.7) == "met"
+    assert _report.judge(0.8, 0.75, 0.9, 0.7) == "MISSED"
+    assert _report.judge(0.65, 0.6, 0.8, 0.7) == "met?"
+    assert _report.judge(0.75, 0.6, 0.8, 0.7) == "MISSED?"
+
+
+def test_metric_samples_sum_phases_and_divide_by_nodes():
+    rec = {"status": "ok", "samples": {"fwd_ns": [10, 20], "bwd_ns": [1, 2]}}
+    assert _report.metric_samples(rec) == [11, 22]
+    assert _report.metric_samples(rec, "bwd") == [1, 2]
+    assert _report.metric_samples(dict(rec, nodes=2), "fwd") == [5, 10]
+    assert _report.metric_samples(dict(rec, status="WRONG")) is None
+
+
+def test_compare_accepts_inf_and_names_the_mismatch():
+    ref = [np.array([1.0, np.inf], np.float32)]
+    assert _harness.compare([ref[0].copy()], ref, 1e-3, 1e-5)[0]
+    ok, msg = _harness.compare([np.array([1.5, np.inf], np.float32)], ref, 1e-3, 1e-5)
+    assert not ok and msg.startswith("gradient 0")
+    ok, msg = _harness.compare([ref[0].astype(np.float64)], ref, 1e-3, 1e-5)
+    assert not ok and "float64" in msg
+    assert not _harness.compare(None, ref, 1e-3, 1e-5)[0]
+
+
+def test_plot_has_a_colour_for_every_ratio_name(tmp_path):
+    """A report with more ratio names than a palette has colours still plots (a full run has
+    over twenty: the default ratios and the workloads' extra ones)."""
+    pytest.importorskip("matplotlib", reason="matplotlib (the bench extra) draws the chart")
+    ratios = [{"variant": "main", "name": f"lucid/extra{k}", "value": 1.0 + k, "low": 0.5 + k,
+               "high": 1.5 + k, "target": None} for k in range(25)]
+    report = {"workloads": [{"id": "W0", "kind": "ratios", "ratios": ratios}],
+              "env": {"torch": None, "date_utc": "2026-12-01T00:00:00", "git": "abc"}}
+    path = tmp_path / "chart.png"
+    assert _report.write_plot(report, str(path)) is None
+    assert path.stat().st_size > 0

@@ -1,0 +1,1 @@
+"""Bad inputs, IEEE edge values, zero-size tensors and random differential programs."""

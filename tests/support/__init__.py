@@ -1,0 +1,1 @@
+"""Helpers shared by every test folder: assertions, the op table and its rows, child interpreters, shared Functions."""

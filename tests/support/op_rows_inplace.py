@@ -1,0 +1,85 @@
+"""Op-table rows for the in-place ops (ops/elementwise/inplace.pxi): add_ sub_ mul_ div_ (with a tensor or a
+number, alpha, and the operators += -= *= /=), copy_ fill_ zero_ and setitem.
+
+Each row writes into a copy of its first input (``x.clone()``: a non-leaf, so the write is
+recorded, as it is on any intermediate value) and returns it; so every table-driven check (values,
+gradcheck, gradgradcheck, forward mode, float32, strided inputs) and the random programs of
+tests/reliability/test_property.py (plain, forward-over-reverse and reverse-over-forward) run through the
+in-place nodes. The binary rows have ``inplace`` set: the other input broadcasts to the first's
+shape, which is the result's. setitem has no expression form; its rows write
+``(lambda c: c.__setitem__(key, y) or c)(x.clone())``, which prints and runs as it is.
+"""
+import numpy as np
+
+from .op_spec import ANY, NONZERO, UNARY_SHAPES, Rows
+
+ROWS = Rows()
+_row, _elementwise = ROWS.op, ROWS.elementwise
+
+# the second input broadcasts to the first's shape (never the other way)
+INTO_SHAPES = (
+    ((3, 4), (3, 4)),
+    ((3, 4), (4,)),
+    ((3, 4), (3, 1)),
+    ((2, 3), ()),
+    ((), ()),
+    ((2, 1, 3), (1, 3)),
+)
+
+
+def _into(ref):
+    """ref(a, b) broadcast to a's shape (what an in-place write into a gives)."""
+    return lambda a, b: np.broadcast_to(ref(a, b), np.shape(a)).copy()
+
+
+def _setitem_ref(key):
+    def ref(a, b):
+        out = np.array(a, copy=True)
+        out[key] = b
+        return out
+    return ref
+
+
+_elementwise("add_", lambda x, y: x.clone().add_(y), _into(np.add), INTO_SHAPES, (ANY, ANY),
+             inplace=True)
+_elementwise("add_alpha", lambda x, y: x.clone().add_(y, alpha=2.5),
+             _into(lambda a, b: a + 2.5 * b), INTO_SHAPES, (ANY, ANY), inplace=True)
+_elementwise("sub_", lambda x, y: x.clone().sub_(y), _into(np.subtract), INTO_SHAPES, (ANY, ANY),
+             inplace=True)
+_elementwise("sub_alpha", lambda x, y: x.clone().sub_(y, alpha=0.5),
+             _into(lambda a, b: a - 0.5 * b), INTO_SHAPES, (ANY, ANY), inplace=True)
+_elementwise("mul_", lambda x, y: x.clone().mul_(y), _into(np.multiply), INTO_SHAPES, (ANY, ANY),
+             inplace=True)
+_elementwise("div_", lambda x, y: x.clone().div_(y), _into(np.divide), INTO_SHAPES,
+             (ANY, NONZERO), inplace=True)
+_elementwise("iadd", lambda x, y: x.clone().__iadd__(y), _into(np.add), INTO_SHAPES[:3],
+             (ANY, ANY), inplace=True)
+_elementwise("isub", lambda x, y: x.clone().__isub__(y), _into(np.subtract), INTO_SHAPES[:3],
+             (ANY, ANY), inplace=True)
+_elementwise("imul", lambda x, y: x.clone().__imul__(y), _into(np.multiply), INTO_SHAPES[:3],
+             (ANY, ANY), inplace=True)
+_elementwise("itruediv", lambda x, y: x.clone().__itruediv__(y), _into(np.divide),
+             INTO_SHAPES[:3], (ANY, NONZERO), inplace=True)
+_elementwise("copy_", lambda x, y: x.clone().copy_(y), _into(lambda a, b: b + 0.0 * a),
+             INTO_SHAPES, (ANY, ANY), inplace=True)
+_elementwise("mul_self_", lambda x: (lambda c: c.mul_(c))(x.clone()), lambda a: a * a,
+             UNARY_SHAPES, (ANY,))
+_elementwise("div_self_view_", lambda x: (lambda c: c.div_(c[..., :1]))(x.clone()),
+             lambda a: a / a[..., :1], (((3,),), ((2, 3),)), (NONZERO,))
+_elementwise("mul_scalar_", lambda x: x.clone().mul_(-1.5), lambda a: a * -1.5, UNARY_SHAPES,
+             (ANY,))
+_elementwise("div_scalar_", lambda x: x.clone().div_(4.0), lambda a: a / 4.0, UNARY_SHAPES,
+             (ANY,))
+_elementwise("fill_", lambda x: x.clone().fill_(0.5), lambda a: np.full(np.shape(a), 0.5),
+             UNARY_SHAPES, (ANY,))
+_elementwise("zero_", lambda x: x.clone().zero_(), lambda a: np.zeros(np.shape(a)), UNARY_SHAPES,
+             (ANY,))
+_elementwise("inplace_chain", lambda x, y: x.clone().add_(y).mul_(y).sub_(1.0),
+             _into(lambda a, b: (a + b) * b - 1.0), INTO_SHAPES, (ANY, ANY), inplace=True)
+_row("setitem_row", lambda x, y: (lambda c: c.__setitem__(0, y) or c)(x.clone()),
+     _setitem_ref(0), (((2, 3), (3,)), ((2, 3), ()), ((3, 2, 2), (2, 2))), (ANY, ANY))
+_row("setitem_slice", lambda x, y: (lambda c: c.__setitem__((slice(None), slice(1, None)), y)
+                                    or c)(x.clone()),
+     _setitem_ref((slice(None), slice(1, None))), (((2, 3), (2, 2)), ((2, 3), (2,))), (ANY, ANY))
+_row("setitem_list", lambda x, y: (lambda c: c.__setitem__([2, 0], y) or c)(x.clone()),
+     _setitem_ref([2, 0]), (((4,), (2,)), ((3, 2), (2, 2))), (ANY, ANY))
