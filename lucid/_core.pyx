@@ -87,7 +87,13 @@ include "tensor/function_methods.pxi"
 
 # custom Functions, then the engine that runs every node
 include "function/function.pxi"
+include "function/apply.pxi"
+include "engine/threads.pxi"
+include "engine/discovery.pxi"
+include "engine/gradients.pxi"
 include "engine/engine.pxi"
+include "engine/native_nodes.pxi"
+include "engine/entry_points.pxi"
 
 # every node class defined above is the core's own (Note [Native nodes])
 register_core_node_types()
