@@ -144,3 +144,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = cast(<Tensor>g, descr(t.data))
         result.append(g)
     return tuple(result)
+
+
+# -- Tensor methods: t.backward() (installed on Tensor below) ----------
+
+def _tensor_backward(Tensor self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into every leaf's .grad (see lucid.autograd.backward)."""
+    backward((self,), None if gradient is None else (gradient,), retain_graph,
+             create_graph, inputs)
+
+
+install_methods(Tensor, {
+    "backward": _tensor_backward,
+})

@@ -199,38 +199,10 @@ cdef class Tensor:
     def __hash__(self):
         return id(self)
 
-    def detach(self):
-        """A tensor sharing this one's memory and version counter, outside the graph."""
-        cdef Tensor t = wrap(self.data)
-        t._storage = self.storage()          # not a view: it has no history to go stale
-        if is_inference(self):
-            tensor_extra(t).inference = True
-        return t
-
-    def detach_(self):
-        """Take this tensor out of the graph in place; returns self."""
-        if self._view_base is not None and self.requires_grad_c():
-            raise RuntimeError("can't detach_() a view of a tensor that requires grad; use detach()")
-        self._grad_fn = None
-        self._output_nr = 0
-        self._requires_grad = False
-        return self
-
-    def retain_grad(self):
-        """Keep .grad on this non-leaf tensor after backward."""
-        if not self.requires_grad_c():
-            raise RuntimeError("can't retain_grad on a tensor that doesn't require grad")
-        if self._grad_fn is None or self._retains_grad:
-            return
-        check_not_stale(self)
-        add_retain_grad_slot(self)
-        self._retains_grad = True
 
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) into every leaf's .grad (see lucid.autograd.backward)."""
-        backward((self,), None if gradient is None else (gradient,), retain_graph,
-                 create_graph, inputs)
+
+
 
 
 
@@ -307,33 +279,12 @@ cdef class Tensor:
     def __itruediv__(self, other):
         return inplace_binary(self, other, INPLACE_DIV)
 
-    def add_(self, other, *, alpha=1):
-        """self += alpha * other, in place; returns self."""
-        return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_ADD)
 
-    def sub_(self, other, *, alpha=1):
-        """self -= alpha * other, in place; returns self."""
-        return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_SUB)
 
-    def mul_(self, other):
-        """self *= other, in place; returns self."""
-        return inplace_binary(self, other, INPLACE_MUL)
 
-    def div_(self, other):
-        """self /= other, in place; returns self."""
-        return inplace_binary(self, other, INPLACE_DIV)
 
-    def copy_(self, src):
-        """Copy src (broadcast, cast to self's dtype) into self, in place; returns self."""
-        return inplace_binary(self, src, INPLACE_COPY)
 
-    def fill_(self, value):
-        """Set every element of self to value, in place; returns self."""
-        return inplace_binary(self, value, INPLACE_COPY, "fill_")
 
-    def zero_(self):
-        """Set every element of self to 0, in place; returns self."""
-        return inplace_binary(self, 0, INPLACE_COPY, "zero_")
 
     def __getitem__(self, index):
         return getitem(self, index)

@@ -427,3 +427,51 @@ cdef void setitem(Tensor self, object index, object value) except *:
     if recorded:
         mark_graph_changed(self)
         attach_inplace_output(self, node)
+
+
+# -- Tensor methods: the in-place ops (installed on Tensor below) ----------
+
+def _tensor_add_inplace(Tensor self, other, *, alpha=1):
+    """self += alpha * other, in place; returns self."""
+    return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_ADD)
+
+
+def _tensor_sub_inplace(Tensor self, other, *, alpha=1):
+    """self -= alpha * other, in place; returns self."""
+    return inplace_binary(self, other if alpha == 1 else mul(other, alpha), INPLACE_SUB)
+
+
+def _tensor_mul_inplace(Tensor self, other):
+    """self *= other, in place; returns self."""
+    return inplace_binary(self, other, INPLACE_MUL)
+
+
+def _tensor_div_inplace(Tensor self, other):
+    """self /= other, in place; returns self."""
+    return inplace_binary(self, other, INPLACE_DIV)
+
+
+def _tensor_copy_inplace(Tensor self, src):
+    """Copy src (broadcast, cast to self's dtype) into self, in place; returns self."""
+    return inplace_binary(self, src, INPLACE_COPY)
+
+
+def _tensor_fill_inplace(Tensor self, value):
+    """Set every element of self to value, in place; returns self."""
+    return inplace_binary(self, value, INPLACE_COPY, "fill_")
+
+
+def _tensor_zero_inplace(Tensor self):
+    """Set every element of self to 0, in place; returns self."""
+    return inplace_binary(self, 0, INPLACE_COPY, "zero_")
+
+
+install_methods(Tensor, {
+    "add_": _tensor_add_inplace,
+    "sub_": _tensor_sub_inplace,
+    "mul_": _tensor_mul_inplace,
+    "div_": _tensor_div_inplace,
+    "copy_": _tensor_copy_inplace,
+    "fill_": _tensor_fill_inplace,
+    "zero_": _tensor_zero_inplace,
+})

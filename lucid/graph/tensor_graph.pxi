@@ -1,5 +1,6 @@
-# Handles of registered hooks (tensor hooks, node hooks, saved-tensor hooks): handle.remove()
-# takes the hook out of the dict it was put in; a handle is also a context manager.
+# A tensor's place in the graph, as methods: register_hook and the handles of registered hooks
+# (tensor, node and saved-tensor hooks: handle.remove() takes the hook out of the dict it was put
+# in; a handle is also a context manager), detach, detach_, retain_grad.
 
 cdef Py_ssize_t _hook_counter = 0
 
@@ -35,7 +36,7 @@ cdef RemovableHandle add_hook(dict hooks, object fn):
     return handle
 
 
-# -- Tensor methods: tensor hooks (installed on Tensor below) ----------
+# -- Tensor methods: hooks, detach, retain_grad (installed on Tensor below) ----------------------
 
 def _tensor_register_hook(Tensor self, hook):
     """Call hook(grad) when this tensor's gradient is computed; it may return a replacement."""
@@ -62,7 +63,39 @@ def _tensor_register_hook(Tensor self, hook):
         hooks = extra.tensor_pre_hooks.setdefault(self._output_nr, {})
     return add_hook(hooks, hook)
 
+def _tensor_detach(Tensor self):
+    """A tensor sharing this one's memory and version counter, outside the graph."""
+    cdef Tensor t = wrap(self.data)
+    t._storage = self.storage()          # not a view: it has no history to go stale
+    if is_inference(self):
+        tensor_extra(t).inference = True
+    return t
+
+
+def _tensor_detach_inplace(Tensor self):
+    """Take this tensor out of the graph in place; returns self."""
+    if self._view_base is not None and self.requires_grad_c():
+        raise RuntimeError("can't detach_() a view of a tensor that requires grad; use detach()")
+    self._grad_fn = None
+    self._output_nr = 0
+    self._requires_grad = False
+    return self
+
+
+def _tensor_retain_grad(Tensor self):
+    """Keep .grad on this non-leaf tensor after backward."""
+    if not self.requires_grad_c():
+        raise RuntimeError("can't retain_grad on a tensor that doesn't require grad")
+    if self._grad_fn is None or self._retains_grad:
+        return
+    check_not_stale(self)
+    add_retain_grad_slot(self)
+    self._retains_grad = True
+
 
 install_methods(Tensor, {
     "register_hook": _tensor_register_hook,
+    "detach": _tensor_detach,
+    "detach_": _tensor_detach_inplace,
+    "retain_grad": _tensor_retain_grad,
 })
