@@ -9,7 +9,6 @@
 #define LUCID_FUNCTION_METHOD_H
 
 #include <Python.h>
-#include <structmember.h>
 
 typedef struct {
     PyObject_HEAD
@@ -52,10 +51,16 @@ static PyObject* lucid_function_method_getattro(PyObject* self, PyObject* name) 
     return PyObject_GenericGetAttr(self, name);
 }
 
-static PyMemberDef lucid_function_method_members[] = {
-    {"__func__", T_OBJECT, offsetof(lucid_FunctionMethod, func), READONLY,
-     "the function this method is"},
-    {NULL, 0, 0, 0, NULL},
+static PyObject* lucid_function_method_func(PyObject* self, void* closure) {
+    PyObject* func = ((lucid_FunctionMethod*)self)->func;
+    (void)closure;
+    Py_INCREF(func);
+    return func;
+}
+
+static PyGetSetDef lucid_function_method_getset[] = {
+    {"__func__", lucid_function_method_func, NULL, "the function this method is", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject lucid_FunctionMethodType = {
@@ -68,7 +73,7 @@ static PyTypeObject lucid_FunctionMethodType = {
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = lucid_function_method_get,
     .tp_getattro = lucid_function_method_getattro,
-    .tp_members = lucid_function_method_members,
+    .tp_getset = lucid_function_method_getset,
     .tp_dealloc = lucid_function_method_dealloc,
 };
 
