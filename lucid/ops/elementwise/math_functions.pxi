@@ -1,42 +1,13 @@
 # More elementwise functions: log1p expm1 square rsqrt reciprocal tan asin acos atan sinh cosh
 # erf, atan2, and the step functions sign floor ceil round trunc (zero gradient).
 #
-# Each section: its rule (Note [Elementwise rules] in ops/elementwise/unary.pxi: one rule per input is both
-# the backward and the jvp), its node (a docstring on a shared base that applies the rule), and
-# its forward.
+# Each section: its rule (Note [Elementwise rules] in ops/elementwise/unary.pxi: one rule per
+# input is both the backward and the jvp), its node (a docstring on RuleBackward, which applies
+# the rule), and its forward (float_unary, or record_rule after its own kernel).
 
 from libc.math cimport erf as c_erf
 
 cdef double TWO_OVER_SQRT_PI = 1.1283791670955126      # 2/sqrt(pi), d/dx erf(x) at 0
-
-
-cdef class RuleBackward(UnaryBackward):
-    """Shared apply of the elementwise nodes: the op's rule on its saved input (or output)."""
-    cdef unary_rule rule
-    cdef bint saved_is_output
-
-    cdef tuple apply(self, tuple grads):
-        cdef Tensor saved = self.saved_x.unpack(self)
-        if self.saved_is_output:
-            return (self.rule(grads[0], None, saved),)
-        return (self.rule(grads[0], saved, None),)
-
-
-cdef Tensor record_rule(Tensor out, Tensor a, RuleBackward node, bint save_output,
-                        unary_rule rule):
-    """out's tangent and node by rule (record_unary), the node applying the same rule."""
-    node.rule = rule
-    node.saved_is_output = save_output
-    return record_unary(out, a, node, save_output, rule)
-
-
-cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bint save_output,
-                        unary_rule rule):
-    """ufunc(x) (integer and bool inputs compute in float32, like PyTorch), recorded by rule."""
-    cdef Tensor a = operand(x, name)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        arr = unary_kernel(ufunc, a)
-    return record_rule(wrap(arr), a, node, save_output, rule)
 
 
 # -- log1p, expm1: NumPy's kernels, accurate near 0 --------------------------------------------

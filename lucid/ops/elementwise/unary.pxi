@@ -73,16 +73,44 @@ cdef Tensor sigmoid_rule(Tensor g, Tensor x, Tensor y):
     return sigmoid_backward(g, y)
 
 
-cdef class ExpBackward(UnaryBackward):
+cdef class RuleBackward(UnaryBackward):
+    """Shared apply of the elementwise nodes: the op's rule on its saved input (or output).
+
+    An elementwise op's node class is a docstring on this base (ExpBackward, Log1pBackward, ...);
+    only tanh and sigmoid apply their own fused kernel, which may write into the gradient."""
+    cdef unary_rule rule
+    cdef bint saved_is_output
+
+    cdef tuple apply(self, tuple grads):
+        cdef Tensor saved = self.saved_x.unpack(self)
+        if self.saved_is_output:
+            return (self.rule(grads[0], None, saved),)
+        return (self.rule(grads[0], saved, None),)
+
+
+cdef Tensor record_rule(Tensor out, Tensor a, RuleBackward node, bint save_output,
+                        unary_rule rule):
+    """out's tangent and node by rule (record_unary), the node applying the same rule."""
+    node.rule = rule
+    node.saved_is_output = save_output
+    return record_unary(out, a, node, save_output, rule)
+
+
+cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bint save_output,
+                        unary_rule rule):
+    """ufunc(x) (integer and bool inputs compute in float32, like PyTorch), recorded by rule."""
+    cdef Tensor a = operand(x, name)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        arr = unary_kernel(ufunc, a)
+    return record_rule(wrap(arr), a, node, save_output, rule)
+
+
+cdef class ExpBackward(RuleBackward):
     """y = exp(x)  ->  gx = exp_rule(g, x, y) = g*y"""
-    cdef tuple apply(self, tuple grads):
-        return (exp_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
-cdef class LogBackward(UnaryBackward):
+cdef class LogBackward(RuleBackward):
     """y = log(x)  ->  gx = log_rule(g, x, y) = g/x"""
-    cdef tuple apply(self, tuple grads):
-        return (log_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class TanhBackward(UnaryBackward):
@@ -92,10 +120,8 @@ cdef class TanhBackward(UnaryBackward):
         return (fused_grad(True, g, self.saved_x.unpack(self), may_overwrite(self, g)),)
 
 
-cdef class ReluBackward(UnaryBackward):
+cdef class ReluBackward(RuleBackward):
     """y = relu(x)  ->  gx = relu_rule(g, x, y) = g where y > 0"""
-    cdef tuple apply(self, tuple grads):
-        return (relu_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
 cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_output,
@@ -119,14 +145,14 @@ cpdef Tensor exp(object x):
     """e ** x."""
     cdef Tensor a = operand(x, "exp")
     cdef object arr = fast_unary(U_EXP, np.exp, a.data) if is_fast(a.data) else unary_kernel(np.exp, a)
-    return record_unary(wrap(arr), a, ExpBackward.__new__(ExpBackward), True, exp_rule)
+    return record_rule(wrap(arr), a, ExpBackward.__new__(ExpBackward), True, exp_rule)
 
 
 cpdef Tensor log(object x):
     """Natural logarithm of x."""
     cdef Tensor a = operand(x, "log")
     cdef object arr = fast_unary(U_LOG, np.log, a.data) if is_fast(a.data) else unary_kernel(np.log, a)
-    return record_unary(wrap(arr), a, LogBackward.__new__(LogBackward), False, log_rule)
+    return record_rule(wrap(arr), a, LogBackward.__new__(LogBackward), False, log_rule)
 
 
 cpdef Tensor tanh(object x):
@@ -141,31 +167,23 @@ cpdef Tensor relu(object x):
     """max(x, 0)."""
     cdef Tensor a = operand(x, "relu")
     cdef Tensor out = wrap(as_array(np.maximum(a.data, 0).astype(a.data.dtype, copy=False)))
-    return record_unary(out, a, ReluBackward.__new__(ReluBackward), True, relu_rule)
+    return record_rule(out, a, ReluBackward.__new__(ReluBackward), True, relu_rule)
 
 
-cdef class SqrtBackward(UnaryBackward):
+cdef class SqrtBackward(RuleBackward):
     """y = sqrt(x)  ->  gx = sqrt_rule(g, x, y) = g/(2*y)"""
-    cdef tuple apply(self, tuple grads):
-        return (sqrt_rule(grads[0], None, self.saved_x.unpack(self)),)
 
 
-cdef class AbsBackward(UnaryBackward):
+cdef class AbsBackward(RuleBackward):
     """y = |x|  ->  gx = abs_rule(g, x, y) = g*sign(x), exactly 0 at x == 0"""
-    cdef tuple apply(self, tuple grads):
-        return (abs_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
-cdef class SinBackward(UnaryBackward):
+cdef class SinBackward(RuleBackward):
     """y = sin(x)  ->  gx = sin_rule(g, x, y) = g*cos(x)"""
-    cdef tuple apply(self, tuple grads):
-        return (sin_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
-cdef class CosBackward(UnaryBackward):
+cdef class CosBackward(RuleBackward):
     """y = cos(x)  ->  gx = cos_rule(g, x, y) = -g*sin(x)"""
-    cdef tuple apply(self, tuple grads):
-        return (cos_rule(grads[0], self.saved_x.unpack(self), None),)
 
 
 cdef class SigmoidBackward(UnaryBackward):
@@ -197,28 +215,28 @@ cdef Tensor clamp_grad(Tensor g, Tensor x, object lo, object hi):
 cpdef Tensor sqrt(object x):
     """Square root of x."""
     cdef Tensor a = operand(x, "sqrt")
-    return record_unary(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True,
+    return record_rule(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True,
                         sqrt_rule)
 
 
 cpdef Tensor abs(object x):
     """|x|."""
     cdef Tensor a = operand(x, "abs")
-    return record_unary(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
+    return record_rule(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
                         abs_rule)
 
 
 cpdef Tensor sin(object x):
     """Sine of x."""
     cdef Tensor a = operand(x, "sin")
-    return record_unary(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False,
+    return record_rule(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False,
                         sin_rule)
 
 
 cpdef Tensor cos(object x):
     """Cosine of x."""
     cdef Tensor a = operand(x, "cos")
-    return record_unary(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False,
+    return record_rule(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False,
                         cos_rule)
 
 
