@@ -124,7 +124,7 @@ cdef class PowBackward(BinaryBackward):
                             pow_rule_y(g, x, y) if needs(self, 1) else None)
 
 
-cdef Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
+cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b, Tensor out):
     """Note [Elementwise rules]: out's tangent, rule_x(ta, a, b) + rule_y(tb, a, b), shaped and
     typed like out; None when neither input has a tangent."""
     cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
@@ -132,11 +132,16 @@ cdef Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
         return None
     cdef long level = suspend_fw()
     try:                                 # x + y gives ta itself: own_tangent copies it
-        return own_tangent(fit_tangent(add_tangents(None if ta is None else RULE_X[op](ta, a, b),
-                                                    None if tb is None else RULE_Y[op](tb, a, b)),
+        return own_tangent(fit_tangent(add_tangents(None if ta is None else rule_x(ta, a, b),
+                                                    None if tb is None else rule_y(tb, a, b)),
                                        out), ta, tb)
     finally:
         resume_fw(level)
+
+
+cdef inline Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
+    """rules_jvp with the rules of OP_ADD ... OP_POW."""
+    return rules_jvp(RULE_X[op], RULE_Y[op], a, b, out)
 
 
 cdef Tensor scalar_jvp(int op, Tensor a, object value, bint reflected, Tensor out):

@@ -243,20 +243,6 @@ cdef class Atan2Backward(BinaryBackward):
                             atan2_rule_y(g, x, y) if needs(self, 1) else None)
 
 
-cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b, Tensor out):
-    """Note [Elementwise rules]: out's tangent, rule_x(ta, a, b) + rule_y(tb, a, b), shaped and
-    typed like out (binary_jvp for rules outside ops/elementwise/arith.pxi's table); None without tangents."""
-    cdef Tensor ta = tangent_of(a), tb = tangent_of(b)
-    if ta is None and tb is None:
-        return None
-    cdef long level = suspend_fw()
-    try:
-        return fit_tangent(add_tangents(None if ta is None else rule_x(ta, a, b),
-                                        None if tb is None else rule_y(tb, a, b)), out)
-    finally:
-        resume_fw(level)
-
-
 cpdef Tensor atan2(object input, object other):
     """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
     cdef Tensor a = operand(input, "atan2"), b = operand(other, "atan2")
