@@ -10,7 +10,7 @@ cdef inline Tensor sum_gradients(Tensor current, Tensor g, bint in_place, bint c
         add_into(current.data, g.data)
         return current
     if fast_pair(current.data, g.data):
-        return wrap(fast_binary(F_ADD, current.data, g.data, None))
+        return wrap(fast_binary(OP_ADD, current.data, g.data, None))
     return wrap(as_array(np.add(current.data, g.data, dtype=current.data.dtype)))
 
 

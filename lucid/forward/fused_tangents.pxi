@@ -51,7 +51,7 @@ cdef inline void give_tangent(Tensor out, object arr, long level) except *:
 
 cdef object fast_negative(object x):
     """-x into a new array (np.negative's values: x * -1 is exact, and makes -0 of +0); x fast."""
-    return fast_scalar(F_MUL, x, -1.0)
+    return fast_scalar(OP_MUL, x, -1.0)
 
 
 cdef object fast_copy(object x):
@@ -73,9 +73,9 @@ cdef inline long fused_level(bint recording, Tensor a, Tensor b) noexcept:
 # -- tensor (op) number: the ops linear in the tensor -------------------------------------------
 
 cdef bint fused_scalar_tangent(int fop, Tensor a, double s, Tensor out) except -1:
-    """out = a (fop) s, or s - a for F_RSUB: its tangent as scalar_jvp's, by the typed loops.
+    """out = a (fop) s, or s - a for OP_RSUB: its tangent as scalar_jvp's, by the typed loops.
     a + s, a - s: a copy of a's tangent; s - a: its negation; a * s, a / s: the same op on it."""
-    if fop == F_RDIV:
+    if fop == OP_RDIV:
         return False
     cdef bint recording = grad_enabled()
     cdef long level = fused_level(recording, a, None)
@@ -86,9 +86,9 @@ cdef bint fused_scalar_tangent(int fop, Tensor a, double s, Tensor out) except -
         return True                      # no tangent in, none out
     if ta is NOT_FUSABLE:
         return False
-    if fop == F_ADD or fop == F_SUB:
+    if fop == OP_ADD or fop == OP_SUB:
         arr = fast_copy(ta)
-    elif fop == F_RSUB:
+    elif fop == OP_RSUB:
         arr = fast_negative(ta)
     else:
         arr = fast_scalar(fop, ta, s)
@@ -107,21 +107,21 @@ cdef object fused_binary_terms(int op, object ta, object tb, object x, object y)
         return fast_binary(op, ta, tb, None)     # ta + tb; ta + (-tb) is exactly ta - tb
     if ta is not None:                   # add, sub: ta; mul: ta*y; div: ta/y
         tx = fast_copy(ta) if op == OP_ADD or op == OP_SUB else \
-            fast_binary(F_MUL if op == OP_MUL else F_DIV, ta, y, None)
+            fast_binary(OP_MUL if op == OP_MUL else OP_DIV, ta, y, None)
     if tb is not None:                   # add: tb; sub: -tb; mul: tb*x; div: -(tb*x)/(y*y)
         if op == OP_ADD:
             ty = fast_copy(tb)
         elif op == OP_SUB:
             ty = fast_negative(tb)
         else:
-            ty = fast_binary(F_MUL, tb, x, None)
+            ty = fast_binary(OP_MUL, tb, x, None)
             if op == OP_DIV:
-                fast_binary(F_DIV, ty, fast_binary(F_MUL, y, y, None), ty)
+                fast_binary(OP_DIV, ty, fast_binary(OP_MUL, y, y, None), ty)
                 ty = fast_negative(ty)
     if tx is None:
         return ty
     if ty is not None:
-        fast_binary(F_ADD, tx, ty, tx)
+        fast_binary(OP_ADD, tx, ty, tx)
     return tx
 
 
@@ -147,13 +147,13 @@ cdef object fused_unary_term(unary_rule rule, object t, object x, object y):
     """rule(t, x, y) on fast arrays for the rules with a typed form, else None: exp t*y,
     log t/x, tanh t*(1 - y*y), sigmoid t*y*(1 - y), sqrt t/(y*2)."""
     if rule == exp_rule:
-        return fast_binary(F_MUL, t, y, None)
+        return fast_binary(OP_MUL, t, y, None)
     if rule == log_rule:
-        return fast_binary(F_DIV, t, x, None)
+        return fast_binary(OP_DIV, t, x, None)
     if rule == tanh_rule or rule == sigmoid_rule:
         return fast_fused_backward(rule == tanh_rule, t, y)
     if rule == sqrt_rule:
-        return fast_binary(F_DIV, t, fast_scalar(F_MUL, y, 2.0), None)
+        return fast_binary(OP_DIV, t, fast_scalar(OP_MUL, y, 2.0), None)
     return None
 
 

@@ -78,7 +78,7 @@
             }                                                                                \
         }                                                                                    \
     }                                                                                        \
-    /* o[r, i, j] = a[r, i, j] (op) s[r, j] (RSUB, RDIV: s first), an enum FastOp; nothing \
+    /* o[r, i, j] = a[r, i, j] (op) s[r, j] (RSUB, RDIV: s first), a LucidOp; nothing \
        when a is empty (s may then be empty too: its s[r] must not be read) */               \
     LUCID_CLONES static void lucid_binary_block_##SUFFIX(                                   \
             int op, const T* a, const T* s, T* o, long outer, long n, long inner) {         \

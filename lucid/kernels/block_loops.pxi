@@ -140,13 +140,13 @@ cdef bint block_layout(cnp.ndarray x, cnp.ndarray big, long* outer, long* n, lon
 
 cdef object fast_binary_block(int op, object big, object small, bint small_first):
     """big (op) small, or small (op) big when small_first, for a fast big and a small of its
-    dtype whose block_layout against big holds (else None); op an enum FastOp of F_ADD..F_DIV."""
+    dtype whose block_layout against big holds (else None); op a LucidOp of OP_ADD..OP_DIV."""
     cdef cnp.ndarray a = <cnp.ndarray>big, s = <cnp.ndarray>small
     cdef long outer, n, inner
     if cnp.PyArray_TYPE(s) != cnp.PyArray_TYPE(a) or not block_layout(s, a, &outer, &n, &inner):
         return None
     if small_first:
-        op = F_RSUB if op == F_SUB else F_RDIV if op == F_DIV else op
+        op = OP_RSUB if op == OP_SUB else OP_RDIV if op == OP_DIV else op
     cdef object out = empty_like_fast(big)
     if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
         lucid_binary_block_f64(op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(s),
@@ -159,7 +159,7 @@ cdef object fast_binary_block(int op, object big, object small, bint small_first
 
 cdef object fast_broadcast(int op, object x, object y):
     """x (op) y by the block loop when one is fast and the other stretches over a block of it
-    (block_layout), else None; op an enum FastOp of F_ADD..F_DIV."""
+    (block_layout), else None; op a LucidOp of OP_ADD..OP_DIV."""
     cdef object out = None
     if is_fast(x):
         out = fast_binary_block(op, x, y, False)

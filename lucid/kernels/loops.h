@@ -20,25 +20,27 @@
 
 /* the arithmetic of fast_binary / fast_scalar (lucid/kernels/typed_loops.pxi); RSUB and RDIV put the second
    operand (b, or s) first */
-enum FastOp { F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV };
+/* lucid's arithmetic op codes: one enum for the ops (ops/elementwise/arith.pxi) and these
+   loops, which take all but OP_POW (NumPy computes powers) */
+enum LucidOp { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_RSUB, OP_RDIV };
 
 #define LUCID_LOOPS(T, SUFFIX)                                                               \
     /* the bodies are inlined into each clone of their callers (here and in kernels/block_loops.h) */\
     static inline void lucid_binary_body_##SUFFIX(                                          \
             int op, const T* a, const T* b, T* o, long n) {                                 \
-        if (op == F_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + b[i];              \
-        else if (op == F_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - b[i];              \
-        else if (op == F_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * b[i];              \
-        else if (op == F_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / b[i];              \
-        else if (op == F_RSUB) for (long i = 0; i < n; i++) o[i] = b[i] - a[i];              \
+        if (op == OP_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + b[i];              \
+        else if (op == OP_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - b[i];              \
+        else if (op == OP_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * b[i];              \
+        else if (op == OP_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / b[i];              \
+        else if (op == OP_RSUB) for (long i = 0; i < n; i++) o[i] = b[i] - a[i];              \
         else                   for (long i = 0; i < n; i++) o[i] = b[i] / a[i];              \
     }                                                                                        \
     static inline void lucid_scalar_body_##SUFFIX(int op, const T* a, T s, T* o, long n) {  \
-        if (op == F_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + s;                 \
-        else if (op == F_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - s;                 \
-        else if (op == F_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * s;                 \
-        else if (op == F_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / s;                 \
-        else if (op == F_RSUB) for (long i = 0; i < n; i++) o[i] = s - a[i];                 \
+        if (op == OP_ADD)       for (long i = 0; i < n; i++) o[i] = a[i] + s;                 \
+        else if (op == OP_SUB)  for (long i = 0; i < n; i++) o[i] = a[i] - s;                 \
+        else if (op == OP_MUL)  for (long i = 0; i < n; i++) o[i] = a[i] * s;                 \
+        else if (op == OP_DIV)  for (long i = 0; i < n; i++) o[i] = a[i] / s;                 \
+        else if (op == OP_RSUB) for (long i = 0; i < n; i++) o[i] = s - a[i];                 \
         else                   for (long i = 0; i < n; i++) o[i] = s / a[i];                 \
     }                                                                                        \
     LUCID_CLONES static void lucid_binary_##SUFFIX(                                         \

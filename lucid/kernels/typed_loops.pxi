@@ -11,8 +11,8 @@ cdef extern from "kernels/simd.h" nogil:
     void lucid_tanh_f32(const float* x, float* out, long n)
 
 cdef extern from "kernels/loops.h" nogil:
-    cdef enum FastOp:
-        F_ADD, F_SUB, F_MUL, F_DIV, F_RSUB, F_RDIV
+    cdef enum LucidOp:                  # the arithmetic op codes of the ops and the loops
+        OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_RSUB, OP_RDIV
     void lucid_binary_f32(int op, const float* a, const float* b, float* o, long n)
     void lucid_binary_f64(int op, const double* a, const double* b, double* o, long n)
     void lucid_scalar_f32(int op, const float* a, float s, float* o, long n)
@@ -77,7 +77,7 @@ cdef object fast_binary(int op, object x, object y, object out):
 cdef void add_into(object dst, object src) except *:
     """dst += src: the typed loop for two fast arrays of one dtype and shape, else NumPy."""
     if fast_pair(dst, src):
-        fast_binary(F_ADD, dst, src, dst)
+        fast_binary(OP_ADD, dst, src, dst)
     else:
         np.add(dst, src, out=dst)
 

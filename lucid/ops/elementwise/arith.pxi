@@ -66,13 +66,31 @@ cdef Tensor pow_rule_y(Tensor g, Tensor x, Tensor y):
                        np.logical_not((x.data == 0) & (y.data >= 0)))
 
 
-cdef binary_rule RULE_X[5]
-cdef binary_rule RULE_Y[5]
-RULE_X[0], RULE_Y[0] = identity_rule, identity_rule          # OP_ADD
-RULE_X[1], RULE_Y[1] = identity_rule, negate_rule            # OP_SUB
-RULE_X[2], RULE_Y[2] = mul_rule_x, mul_rule_y                # OP_MUL
-RULE_X[3], RULE_Y[3] = div_rule_x, div_rule_y                # OP_DIV
-RULE_X[4], RULE_Y[4] = pow_rule_x, pow_rule_y                # OP_POW
+@cython.final
+cdef class _ArithOp:
+    """Every fact about one arithmetic op (OP_ADD ... OP_POW) the forward, backward and jvp read."""
+    cdef str name                       # "add", ... (the op's name in errors)
+    cdef str node_name                  # "AddBackward", ... (also its scalar node's name)
+    cdef object ufunc                   # NumPy's kernel, for the general (not typed-loop) path
+    cdef binary_rule rule_x             # Note [Elementwise rules]: x's and y's gradient terms
+    cdef binary_rule rule_y
+
+
+cdef _ArithOp arith_op(str name, object ufunc, binary_rule rule_x, binary_rule rule_y):
+    cdef _ArithOp op = _ArithOp.__new__(_ArithOp)
+    op.name, op.node_name, op.ufunc = name, name.capitalize() + "Backward", ufunc
+    op.rule_x, op.rule_y = rule_x, rule_y
+    return op
+
+
+# indexed by the op code (kernels/loops.h LucidOp)
+cdef tuple ARITH_OPS = (
+    arith_op("add", np.add, identity_rule, identity_rule),             # OP_ADD
+    arith_op("sub", np.subtract, identity_rule, negate_rule),          # OP_SUB
+    arith_op("mul", np.multiply, mul_rule_x, mul_rule_y),              # OP_MUL
+    arith_op("div", np.true_divide, div_rule_x, div_rule_y),           # OP_DIV
+    arith_op("pow", np.power, pow_rule_x, pow_rule_y),                 # OP_POW
+)
 
 
 cdef class AddBackward(BinaryBackward):
@@ -141,7 +159,8 @@ cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b
 
 cdef inline Tensor binary_jvp(int op, Tensor a, Tensor b, Tensor out):
     """rules_jvp with the rules of OP_ADD ... OP_POW."""
-    return rules_jvp(RULE_X[op], RULE_Y[op], a, b, out)
+    cdef _ArithOp info = <_ArithOp>ARITH_OPS[op]
+    return rules_jvp(info.rule_x, info.rule_y, a, b, out)
 
 
 cdef Tensor scalar_jvp(int op, Tensor a, object value, bint reflected, Tensor out):
@@ -193,7 +212,7 @@ cdef class RSubScalarBackward(ScalarBackward):
 
 
 cdef inline Tensor scaled_gradient(ScalarBackward node, Tensor g, int fop):
-    """g (fop) node.scalar for fop F_MUL or F_DIV: into g itself when the engine let node own it,
+    """g (fop) node.scalar for fop OP_MUL or OP_DIV: into g itself when the engine let node own it,
     by the typed loop into a new tensor when nothing can be recorded (grad mode off, no dual
     level) and g is fast, else by the op (which records under create_graph)."""
     if may_overwrite(node, g):
@@ -201,19 +220,19 @@ cdef inline Tensor scaled_gradient(ScalarBackward node, Tensor g, int fop):
         return g
     if not grad_enabled() and not fw_active() and is_fast(g.data):
         return wrap(fast_scalar(fop, g.data, node.scalar))
-    return mul(g, node.scalar) if fop == F_MUL else div(g, node.scalar)
+    return mul(g, node.scalar) if fop == OP_MUL else div(g, node.scalar)
 
 
 cdef class MulScalarBackward(ScalarBackward):
     """z = x * s  ->  gx = g*s"""
     cdef tuple apply(self, tuple grads):
-        return (scaled_gradient(self, <Tensor>grads[0], F_MUL),)
+        return (scaled_gradient(self, <Tensor>grads[0], OP_MUL),)
 
 
 cdef class DivScalarBackward(ScalarBackward):
     """z = x / s  ->  gx = g/s"""
     cdef tuple apply(self, tuple grads):
-        return (scaled_gradient(self, <Tensor>grads[0], F_DIV),)
+        return (scaled_gradient(self, <Tensor>grads[0], OP_DIV),)
 
 
 cdef class RDivScalarBackward(ScalarBackward):
@@ -233,8 +252,8 @@ cdef class PowScalarBackward(ScalarBackward):
         cdef object twice
         if self.scalar == 2 and not grad_enabled() and not fw_active() and \
                 fast_pair(g.data, x.data):       # g*(x*2): two typed passes, one buffer
-            twice = fast_scalar(F_MUL, x.data, 2.0)
-            return (wrap(fast_binary(F_MUL, g.data, twice, twice)),)
+            twice = fast_scalar(OP_MUL, x.data, 2.0)
+            return (wrap(fast_binary(OP_MUL, g.data, twice, twice)),)
         return (mul(g, mul(pow(x, self.scalar - 1), self.scalar)),)
 
 
@@ -248,18 +267,7 @@ cdef class RPowScalarBackward(ScalarBackward):
         return (gx,)
 
 
-cdef enum BinaryOp:
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW
 
-cdef inline int fast_op_of(int op) noexcept:
-    """The typed loop's code (kernels/loops.h FastOp) of OP_ADD ... OP_DIV."""
-    return F_ADD if op == OP_ADD else F_SUB if op == OP_SUB else F_MUL if op == OP_MUL else F_DIV
-
-
-cdef tuple BINARY_NAMES = ("add", "sub", "mul", "div", "pow")
-cdef tuple BINARY_NODE_NAMES = ("AddBackward", "SubBackward", "MulBackward", "DivBackward",
-                                "PowBackward")
-cdef tuple BINARY_UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide, np.power)
 
 
 cdef inline bint is_number(object v) noexcept:
@@ -274,17 +282,17 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
     cdef ScalarBackward node = None
     cdef bint record_it = grad_enabled() and a.requires_grad_c()
     if op == OP_POW or not is_fast(a.data):
-        ufunc = BINARY_UFUNCS[op]
+        ufunc = (<_ArithOp>ARITH_OPS[op]).ufunc
         if reflected:
             arr = as_array(ufunc(value, a.data, dtype=a.data.dtype))
         else:
             arr = as_array(ufunc(a.data, value, dtype=a.data.dtype))
     else:
-        fop = fast_op_of(op)
+        fop = op
         if reflected and op == OP_SUB:
-            fop = F_RSUB
+            fop = OP_RSUB
         elif reflected and op == OP_DIV:
-            fop = F_RDIV
+            fop = OP_RDIV
         arr = fast_scalar(fop, a.data, s)
     cdef Tensor out = wrap(arr)
     if fw_active() and not (fop >= 0 and fused_scalar_tangent(fop, a, s, out)):
@@ -307,7 +315,7 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
         node = RPowScalarBackward.__new__(RPowScalarBackward)
     record(node, a, None)
     node.scalar = s
-    node.label = BINARY_NODE_NAMES[op]
+    node.label = (<_ArithOp>ARITH_OPS[op]).node_name
     attach_output(out, node, 0)
     if op == OP_POW and reflected:
         node.scalar = np.log(s) if s > 0 else (np.nan if s < 0 else -np.inf)
@@ -386,7 +394,7 @@ cdef Tensor binary_op(int op, object x, object y):
             return scalar_op(op, a, y, False)
     elif type(y) is Tensor and is_number(x) and is_float_dtype(descr((<Tensor>y).data)):
         return scalar_op(op, <Tensor>y, x, True)
-    cdef str name = BINARY_NAMES[op]
+    cdef str name = (<_ArithOp>ARITH_OPS[op]).name
     a = operand(x, name)
     b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
@@ -399,7 +407,7 @@ cdef Tensor binary_op(int op, object x, object y):
             np.any(b.data < 0):
         raise RuntimeError("pow: integers to negative integer powers are not allowed (the "
                            "result is not an integer); use a float base, e.g. x.float() ** y")
-    return record_binary(op, wrap(binary_kernel(BINARY_UFUNCS[op], a, b, dt, name)), a, b)
+    return record_binary(op, wrap(binary_kernel((<_ArithOp>ARITH_OPS[op]).ufunc, a, b, dt, name)), a, b)
 
 
 cpdef Tensor add(object x, object y):

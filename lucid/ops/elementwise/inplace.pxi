@@ -129,7 +129,7 @@ cdef void write_inplace(Tensor self, Tensor value, int op, str name) except *:
             is_fast(self.data) and descr(value.data).kind in b"biuf":
         # a 0-d value is a scalar in promotion: self's own typed loop, not NumPy's float64 loop
         # and a cast back (3.5x slower for a float32 self)
-        fast_scalar_into(fast_op_of(op), self.data, float(value.data), self.data)  # INPLACE_x is OP_x
+        fast_scalar_into(op, self.data, float(value.data), self.data)  # INPLACE_x is OP_x
         return
     try:
         if op == INPLACE_COPY:
