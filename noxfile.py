@@ -35,6 +35,7 @@ nox.options.download_python = "never"
 # Files of the checkout that the sdist leaves out on purpose (CI and git housekeeping).
 NOT_SHIPPED = re.compile(r"^(\.ci/|\.gitignore$)")
 # What a build generates; none of it belongs in the sdist.
+COMPILED_MODULES = ("_core", "_linalg")       # lucid's extension modules (setup.py's MODULES)
 GENERATED = (".so", ".pyd", ".dylib", ".o", ".obj", ".html", ".pyc")
 
 
@@ -139,25 +140,32 @@ def _check_wheel(session, path):
         names = whl.namelist()
         if not any(re.search(r"\.dist-info/(licenses/)?LICENSE$", n) for n in names):
             session.error(f"{path.name} holds no LICENSE")
-        if "lucid/_core.pxd" not in names:
-            session.error(f"{path.name} lacks lucid/_core.pxd (native ops cimport it)")
-        for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_creation.pyi"):
+        for pxd in ("lucid/_core.pxd", "lucid/_core_internal.pxi"):
+            if pxd not in names:
+                session.error(f"{path.name} lacks {pxd} (native ops cimport _core.pxd, which "
+                              "includes _core_internal.pxi)")
+        for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_linalg.pyi", "lucid/_creation.pyi"):
             if typed not in names:
                 session.error(f"{path.name} lacks {typed} (mypy and IDEs read lucid's types there)")
-        modules = [n for n in names if re.match(r"lucid/_core\..*(so|pyd)$", n)]
-        if len(modules) != 1:
-            session.error(f"{path.name} should hold one compiled lucid/_core, has {modules}")
+        modules = []
+        for stem in COMPILED_MODULES:
+            found = [n for n in names if re.match(rf"lucid/{stem}\..*(so|pyd)$", n)]
+            if len(found) != 1:
+                session.error(f"{path.name} should hold one compiled lucid/{stem}, has {found}")
+            modules += found
+        sizes = []
         with tempfile.TemporaryDirectory() as tmp:
-            library = pathlib.Path(whl.extract(modules[0], tmp))
-            size = library.stat().st_size
-            if sys.platform.startswith("linux") and shutil.which("readelf"):
-                leftover = _debug_sections(library)
-                if leftover:
-                    session.error(f"{modules[0]} is not stripped: {leftover}")
-                stripped = "stripped"
-            else:
-                stripped = "strip check skipped (needs Linux and readelf)"
-    session.log(f"{path.name}: {len(names)} files; {modules[0]} {size / 1e6:.2f} MB, {stripped}")
+            for module in modules:
+                library = pathlib.Path(whl.extract(module, tmp))
+                sizes.append(f"{module} {library.stat().st_size / 1e6:.2f} MB")
+                if sys.platform.startswith("linux") and shutil.which("readelf"):
+                    leftover = _debug_sections(library)
+                    if leftover:
+                        session.error(f"{module} is not stripped: {leftover}")
+                    stripped = "stripped"
+                else:
+                    stripped = "strip check skipped (needs Linux and readelf)"
+    session.log(f"{path.name}: {len(names)} files; {', '.join(sizes)}, {stripped}")
 
 
 @nox.session

@@ -1,4 +1,6 @@
-"""Build the compiled core. All Cython compiler directives live here, in one place.
+"""Build the compiled modules: the core (lucid._core) and the op families split off it
+(lucid._linalg), which cimport the core's _core.pxd. All Cython compiler directives live here,
+in one place, and every module is built with the same directives, flags and mode.
 
 LUCID_DEBUG=1 turns bounds checks, wraparound and other safety checks back on (and builds without
 optimisation); it never changes what is computed: both builds give the same numbers.
@@ -6,12 +8,17 @@ LUCID_SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer (-O
 the array pool, whose recycled memory would hide a use after free from ASan; run it under the
 release interpreter with libasan preloaded (.ci/sanitize, which also holds the suppressions).
 LUCID_ANNOTATE=1 writes Cython's HTML annotation next to the sources.
-A build whose inputs are those of the last one that succeeded here (the sources, the mode, the
-flags, the Cython, NumPy and Python versions: build/lucid-last-build/ keeps their digest and the
-module made) reuses that module: neither Cython nor the compiler runs again, so README's second install command does
-not compile what its first one did (each runs in its own isolated build environment, whose fresh
-files would otherwise look newer than the generated C). Any other change regenerates and
-recompiles, so a release build never reuses debug output.
+A module whose inputs are those of the last build that succeeded here (its sources: the
+files Cython reads for it and the C headers; the mode, the flags, the Cython, NumPy and Python
+versions: build/lucid-last-build/ keeps each module's digest and the module made) reuses that
+module: neither Cython nor the compiler runs again for it, so README's second install command
+does not compile what its first one did (each runs in its own isolated build environment, whose
+fresh files would otherwise look newer than the generated C), and an edit of a file only one
+module reads (lucid/ops/linalg/solve.pxi: lucid._linalg) rebuilds only that module. Any other
+change regenerates and recompiles, so a release build never reuses debug output; `build_ext
+--force` reuses nothing. Cython runs on the modules to build in two processes, and the C
+compiles run in parallel (build_ext --parallel; by default one job per module, at most one per
+CPU).
 """
 import os
 import shutil
@@ -25,42 +32,88 @@ from setuptools.command.build_ext import build_ext
 DEBUG = os.environ.get("LUCID_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("LUCID_SANITIZE", "") not in ("", "0")
 MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
-LAST_BUILD = os.path.join("build", "lucid-last-build")   # the digest and the module it made
-INPUTS_FILE = os.path.join(LAST_BUILD, "inputs")
-GENERATED_C = os.path.join("lucid", "_core.c")
+LAST_BUILD = os.path.join("build", "lucid-last-build")   # each module's digest and the module
+# the compiled modules, each from one .pyx: the core, then the op families split off it
+MODULES = {"lucid._core": "lucid/_core.pyx", "lucid._linalg": "lucid/_linalg.pyx"}
 
 
-def build_inputs_digest(*settings):
-    """sha256 of everything the compiled core depends on: its sources, this file, the settings."""
+def lucid_sources():
+    """Every file under lucid/ that a compiled module may read (Cython sources, C headers)."""
+    return sorted(os.path.join(root, name) for root, _, names in os.walk("lucid")
+                  for name in names if name.endswith((".pyx", ".pxd", ".pxi", ".h")))
+
+
+def module_sources(module):
+    """The files module's build reads: every source except the Cython files that only the other
+    modules read (Cython's own dependency tree of each .pyx says which)."""
+    from Cython.Build.Dependencies import create_dependency_tree
+    tree = create_dependency_tree(quiet=True)
+    reads = {name: {os.path.normpath(p) for p in tree.all_dependencies(pyx)}
+             for name, pyx in MODULES.items()}
+    others = set().union(*(files for name, files in reads.items() if name != module))
+    return [p for p in lucid_sources() if p in reads[module] or p not in others]
+
+
+def build_inputs_digest(module, *settings):
+    """sha256 of everything module depends on: its sources, this file, the settings."""
     import hashlib
     import Cython
     digest = hashlib.sha256()
     for value in (MODE, sys.version, Cython.__version__, numpy.__version__, *settings):
         digest.update(repr(value).encode() + b"\0")
-    sources = [os.path.join(root, name) for root, _, names in os.walk("lucid") for name in names
-               if name.endswith((".pyx", ".pxd", ".pxi", ".h"))]
-    for path in sorted(sources) + ["setup.py"]:
+    for path in module_sources(module) + ["setup.py"]:
         with open(path, "rb") as f:
             digest.update(path.encode() + b"\0" + f.read() + b"\0")
     return digest.hexdigest()
 
 
-def last_build_inputs():
+def inputs_file(module):
+    return os.path.join(LAST_BUILD, module + ".inputs")
+
+
+def last_build_inputs(module):
     try:
-        with open(INPUTS_FILE) as f:
+        with open(inputs_file(module)) as f:
             return f.read().strip()
     except OSError:
         return None
 
 
 class BuildExtRemembering(build_ext):
-    """build_ext that keeps the module of a build that succeeded, with its inputs' digest, and
-    gives it back (instead of compiling) to a build whose inputs are the same."""
+    """build_ext that keeps each module of a build that succeeded, with its inputs' digest, and
+    gives it back (instead of running Cython and compiling) to a build whose inputs for that
+    module are the same; it runs Cython on the others (two processes) and compiles them in
+    parallel."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:          # the user gave no --parallel / -j
+            self.parallel = max(1, min(len(MODULES), os.cpu_count() or 1))
+
+    def kept_module(self, ext):
+        return os.path.join(LAST_BUILD, os.path.basename(self.get_ext_fullpath(ext.name)))
+
+    def reusable(self, ext):
+        return (not self.force and ext.inputs == last_build_inputs(ext.name)
+                and os.path.exists(self.kept_module(ext)))
+
+    def run(self):
+        stale = [ext for ext in self.extensions if not self.reusable(ext)]
+        if stale:
+            generated = cythonize(stale, compiler_directives=DIRECTIVES, force=True,
+                                  annotate=ANNOTATE, nthreads=2)
+            for ext, made in zip(stale, generated):
+                ext.sources = made.sources
+        self.stale = {ext.name for ext in stale}
+        super().run()
+        for ext in self.extensions:
+            with open(inputs_file(ext.name), "w") as f:
+                f.write(ext.inputs + "\n")
 
     def build_extension(self, ext):
         target = self.get_ext_fullpath(ext.name)
-        kept = os.path.join(LAST_BUILD, os.path.basename(target))
-        if REUSE and os.path.exists(kept):
+        kept = self.kept_module(ext)
+        if ext.name not in self.stale:
             print(f"lucid: the inputs of {ext.name} are those of the last build: reusing {kept}")
             self.mkpath(os.path.dirname(target))
             shutil.copy2(kept, target)
@@ -68,11 +121,6 @@ class BuildExtRemembering(build_ext):
         super().build_extension(ext)
         os.makedirs(LAST_BUILD, exist_ok=True)
         shutil.copy2(target, kept)
-
-    def run(self):
-        super().run()
-        with open(INPUTS_FILE, "w") as f:
-            f.write(INPUTS + "\n")
 
 
 if sys.platform == "win32":                      # MSVC: debug info only with /Zi
@@ -123,10 +171,12 @@ DIRECTIVES = {
     "allow_none_for_extension_args": False,
 }
 
-def core_extension(source):
-    return Extension(
-        "lucid._core",
-        [source],
+def lucid_extension(name):
+    """The Extension of one of lucid's modules: its .pyx (Cython runs in build_ext, on the
+    modules whose inputs changed), the one set of flags, and its inputs' digest."""
+    ext = Extension(
+        name,
+        [MODULES[name]],
         include_dirs=[numpy.get_include(), "lucid"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")] +
         ([("LUCID_DEBUG", "1")] if DEBUG else []) +
@@ -134,15 +184,10 @@ def core_extension(source):
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
     )
+    ext.inputs = build_inputs_digest(name, DIRECTIVES, COMPILE_ARGS, LINK_ARGS, ANNOTATE)
+    return ext
 
 
 ANNOTATE = os.environ.get("LUCID_ANNOTATE", "") not in ("", "0")
-INPUTS = build_inputs_digest(DIRECTIVES, COMPILE_ARGS, LINK_ARGS, ANNOTATE)
-REUSE = INPUTS == last_build_inputs() and os.path.exists(GENERATED_C)
-if REUSE:
-    extensions = [core_extension(GENERATED_C)]     # Cython's output of the last build is this one's
-else:
-    extensions = cythonize([core_extension("lucid/_core.pyx")], compiler_directives=DIRECTIVES,
-                           force=True, annotate=ANNOTATE)
-
-setup(ext_modules=extensions, cmdclass={"build_ext": BuildExtRemembering})
+setup(ext_modules=[lucid_extension(name) for name in MODULES],
+      cmdclass={"build_ext": BuildExtRemembering})

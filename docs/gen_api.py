@@ -258,8 +258,8 @@ def render():
            "(`help(name)` shows the whole docstring). This page is generated from the "
            "docstrings: `python docs/gen_api.py > docs/api.md` rewrites it, and "
            "`tests/api/test_api_reference.py` fails when it misses a public name or is out of date.",
-           "", "Types: `lucid/_core.pyi` types the compiled core, and lucid ships `py.typed`, so "
-           "mypy and IDEs check calls against it.", "",
+           "", "Types: `lucid/_core.pyi` and `lucid/_linalg.pyi` type the compiled modules, and lucid "
+           "ships `py.typed`, so mypy and IDEs check calls against it.", "",
            "Sections: " + ", ".join(f"`{m}`" for m in MODULES) + ".", ""]
     for modname in MODULES:
         out += module_section(modname)

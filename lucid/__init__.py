@@ -12,8 +12,10 @@ from ._core import (
 from ._core import checked_reshape as reshape, checked_expand as expand
 from ._core import (
     gather, scatter_add, index_select, take_along_dim, masked_fill, masked_select, split, chunk,
-    unbind, narrow, flip, roll, tile, tril, triu, diagonal, diag, trace, movedim, einsum,
+    unbind, narrow, flip, roll, tile, tril, triu, diagonal, diag, trace, movedim,
 )
+# the linear-algebra family is its own module (it also gives Tensor det, slogdet and inverse)
+from ._linalg import einsum
 from ._core import reduce_max as max, reduce_min as min
 from ._core import (
     prod, var, std, norm, logsumexp, softmax, log_softmax, cumsum, cumprod, argmax, argmin,

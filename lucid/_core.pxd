@@ -259,3 +259,10 @@ cpdef Tensor cast(Tensor a, cnp.dtype dtype)             # a.to(dtype), differen
 cpdef Tensor reshape(Tensor a, object shape)
 cpdef Tensor expand(Tensor a, object shape)
 cpdef Tensor sum_to(Tensor a, tuple shape)                # undo broadcasting: sum down to shape
+
+
+# ------------------------------------------------------------------------------------------------
+# Not the native-op ABI: the API of lucid's own extension modules (lucid._linalg, ...), which may
+# change without an ABI_VERSION bump (the file's header says why that is safe)
+# ------------------------------------------------------------------------------------------------
+include "_core_internal.pxi"

@@ -2,6 +2,8 @@
 
 The pieces live in one extension so that `Tensor.__mul__` reaches its kernel and node by a direct
 C call; each piece is its own include file, one job each, in a folder per layer (docs/design.md).
+Cold op families are extension modules of their own (lucid/_linalg.pyx), built in parallel with
+this one; they reach the core through _core.pxd (its _core_internal.pxi part).
 """
 cimport cython
 cimport numpy as cnp
@@ -70,12 +72,7 @@ include "ops/reduction/statistics.pxi"
 include "ops/reduction/softmax.pxi"
 include "ops/shape/gather.pxi"
 include "ops/shape/rearrange.pxi"
-include "ops/linalg/einsum.pxi"
-include "ops/linalg/common.pxi"
-include "ops/linalg/solve.pxi"
-include "ops/linalg/det.pxi"
-include "ops/linalg/decomp.pxi"
-include "ops/linalg/products.pxi"
+include "ops/linalg/products.pxi"      # einsum, solve, det, decompositions: lucid/_linalg.pyx
 include "ops/elementwise/math_functions.pxi"
 include "ops/elementwise/activation.pxi"
 include "ops/elementwise/compare.pxi"
@@ -96,4 +93,4 @@ include "engine/native_nodes.pxi"
 include "engine/entry_points.pxi"
 
 # every node class defined above is the core's own (Note [Native nodes])
-register_core_node_types()
+register_node_types(__name__)

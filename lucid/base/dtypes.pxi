@@ -50,8 +50,7 @@ def _debug_dtype_code(dtype):
     return dtype_code(None if dtype is None else np.dtype(dtype))
 
 
-cdef inline bint is_float_dtype(cnp.dtype dt) noexcept:
-    return dt.kind == b'f'
+# is_float_dtype(dt): _core_internal.pxi (inline in every module of lucid)
 
 
 cdef inline int operand_rank(Tensor t) noexcept:

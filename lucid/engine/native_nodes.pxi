@@ -9,8 +9,10 @@
 #   one entry per forward input, each None or a Tensor of that input's shape and a floating
 #   dtype, cast to the input's dtype: the checks and messages a Python Function's node applies to
 #   its backward's result (checked_gradient_form, gradient_in_dtype), raised while it runs so
-#   the error also names where the node was made. The core's own node classes are entered once,
-#   at import, in a small open-addressing table of type pointers (core_node_types), so telling
+#   the error also names where the node was made. lucid's own node classes (the core's, and
+#   those of its extension modules such as lucid._linalg, each calling register_node_types at
+#   its import) are entered once in a small open-addressing table of type pointers
+#   (core_node_types), so telling
 #   them apart in set_edge costs a multiply and one or two pointer comparisons per edge; in the
 #   backward, a node is checked when it carries input_meta, a pointer test (a node without an
 #   edge has no gradient to send on, and a Function's node checks its backward's result itself).
@@ -29,11 +31,11 @@ cdef enum:
     CORE_TYPE_SLOTS = 512                 # a power of two, over twice the core's node classes
 
 cdef PyTypeObject* core_node_types[CORE_TYPE_SLOTS]
+cdef Py_ssize_t core_node_count = 0      # entries in core_node_types
 
 
-cdef inline bint is_core_node(Node node) noexcept:
-    """Is node's class one of lucid's core node classes (Note [Native nodes])?"""
-    cdef PyTypeObject* tp = Py_TYPE(node)
+cdef inline bint is_core_type(PyTypeObject* tp) noexcept:
+    """Is tp one of lucid's own node classes (Note [Native nodes])?"""
     cdef size_t i = lucid_type_slot(tp, CORE_TYPE_SLOTS - 1)
     while core_node_types[i] != NULL:
         if core_node_types[i] == tp:
@@ -42,25 +44,36 @@ cdef inline bint is_core_node(Node node) noexcept:
     return False
 
 
-cdef void register_core_node_types() except *:
-    """Enter Node and every subclass of it defined so far (at import: the core's own) in
-    core_node_types (Note [Native nodes])."""
+cdef inline bint is_core_node(Node node) noexcept:
+    """Is node's class one of lucid's own node classes (Note [Native nodes])?"""
+    return is_core_type(Py_TYPE(node))
+
+
+cdef void register_node_types(str module) except *:
+    """Enter every node class that module defines (Node and its subclasses whose __module__ is
+    module) in core_node_types: the core's own at its import, and each of lucid's extension
+    modules' at theirs (Note [Native nodes])."""
     cdef list pending = [Node]
-    cdef Py_ssize_t count = 0
-    cdef PyTypeObject* tp
-    cdef size_t i
     while pending:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
-        count += 1
-        if 2 * count > CORE_TYPE_SLOTS:
-            raise RuntimeError("lucid's core defines more node classes than core_node_types "
-                               "holds: raise CORE_TYPE_SLOTS")
-        tp = <PyTypeObject*>cls
-        i = lucid_type_slot(tp, CORE_TYPE_SLOTS - 1)
-        while core_node_types[i] != NULL and core_node_types[i] != tp:
-            i = (i + 1) & (CORE_TYPE_SLOTS - 1)
-        core_node_types[i] = tp
+        if cls.__module__ == module:
+            enter_core_node_type(<PyTypeObject*>cls)
+
+
+cdef void enter_core_node_type(PyTypeObject* tp) except *:
+    """Put tp in the open-addressing table core_node_types (once)."""
+    global core_node_count
+    cdef size_t i = lucid_type_slot(tp, CORE_TYPE_SLOTS - 1)
+    while core_node_types[i] != NULL and core_node_types[i] != tp:
+        i = (i + 1) & (CORE_TYPE_SLOTS - 1)
+    if core_node_types[i] == tp:
+        return
+    if 2 * (core_node_count + 1) > CORE_TYPE_SLOTS:
+        raise RuntimeError("lucid defines more node classes than core_node_types holds: raise "
+                           "CORE_TYPE_SLOTS")
+    core_node_types[i] = tp
+    core_node_count += 1
 
 
 cdef void note_input_meta(Node node, Py_ssize_t i, Tensor t) except *:
@@ -146,3 +159,11 @@ cdef tuple checked_native_outputs(Node node, object outs):
                 fixed = list(<tuple>outs)
             fixed[i] = t
     return <tuple>outs if fixed is None else tuple(fixed)
+
+
+def _debug_trusted_node_class(cls):
+    """Testing hook, private: is cls one of lucid's own node classes, whose results the engine
+    trusts (Note [Native nodes])?"""
+    if not (isinstance(cls, type) and issubclass(cls, Node)):
+        raise TypeError(f"_debug_trusted_node_class: expected a Node class, got {cls!r}")
+    return is_core_type(<PyTypeObject*>cls)

@@ -72,13 +72,7 @@ cdef inline void resume_fw(long level) noexcept nogil:
     lucid_fw_level = level
 
 
-cdef inline Tensor add_tangents(Tensor a, Tensor b):
-    """a + b where either may be None (an absent tangent is zero)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return add(a, b)
+# add_tangents(a, b), a + b where either may be None: _core_internal.pxi
 
 
 cdef Tensor fit_tangent(Tensor t, Tensor out):

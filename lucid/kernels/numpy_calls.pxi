@@ -2,13 +2,7 @@
 
 cdef object ndarray_type = np.ndarray
 
-cdef inline cnp.dtype descr(object arr):
-    """arr's dtype, without a Python attribute lookup."""
-    return <cnp.dtype><PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>arr)
-
-
-cdef inline int ndim_of(object arr) noexcept:
-    return cnp.PyArray_NDIM(<cnp.ndarray>arr)
+# descr(arr) and ndim_of(arr), the dtype and dims without an attribute lookup: _core_internal.pxi
 
 cdef inline object as_array(object x):
     """NumPy returns scalars from 0-d computations; lucid always holds an ndarray."""

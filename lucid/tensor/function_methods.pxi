@@ -1,5 +1,5 @@
 # The Tensor methods that are one of lucid's functions, named as the function (tensor/methods.pxi
-# says how): t.exp() is lucid.exp(t).
+# says how): t.exp() is lucid.exp(t). lucid._linalg installs its own (det, slogdet, inverse).
 
 install_methods(Tensor, methods_named_as_functions((
     # elementwise (ops/elementwise/)
@@ -20,5 +20,4 @@ install_methods(Tensor, methods_named_as_functions((
 )))
 install_methods(Tensor, {
     "max": reduce_max, "min": reduce_min, "all": reduce_all, "any": reduce_any,
-    "det": linalg_det, "slogdet": linalg_slogdet, "inverse": linalg_inv,
 })

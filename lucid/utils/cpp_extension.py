@@ -126,7 +126,9 @@ def _build_and_import(name, files, shown_as, extra_compile_args, build_directory
 
 def _build_key(name, files, flags):
     """A hash of everything the compiled binary depends on."""
-    core_pxd = pathlib.Path(lucid.get_include(), "lucid", "_core.pxd").read_bytes()
+    # _core.pxd and the file it includes (_core_internal.pxi): what a native op cimports
+    core_pxd = b"".join(pathlib.Path(lucid.get_include(), "lucid", name).read_bytes()
+                        for name in ("_core.pxd", "_core_internal.pxi"))
     parts = {
         "name": name,
         "files": sorted(files.items()),

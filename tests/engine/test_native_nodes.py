@@ -272,3 +272,29 @@ def test_a_list_caught_by_cythons_own_check_still_names_the_node(ops):
         y.sum().backward()
     assert f"BadBackward (created at {site})" in "\n".join(info.value.__notes__)
     assert x.grad is None
+
+
+def _node_classes(module):
+    """Every Node subclass (Node included) whose class is defined by module."""
+    pending, found = [lucid._core.Node], []
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__ == module:
+            found.append(cls)
+    return found
+
+
+@pytest.mark.parametrize("module", ["lucid._core", "lucid._linalg"])
+def test_every_node_class_of_lucids_own_modules_is_trusted(module):
+    classes = _node_classes(module)
+    assert len(classes) > 5, classes            # the module defines its node classes
+    untrusted = [c.__name__ for c in classes if not lucid._core._debug_trusted_node_class(c)]
+    assert untrusted == []
+
+
+def test_a_native_node_class_is_not_trusted(ops):
+    classes = _node_classes(ops.__name__)
+    assert classes
+    assert not any(lucid._core._debug_trusted_node_class(c) for c in classes)
+

@@ -23,13 +23,9 @@ EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("qr", ["Q", "R"])
 
 
-cdef Tensor linalg_float_operand(object x, str op, str what):
-    """x as a tensor of a floating dtype (RuntimeError for integer and bool tensors)."""
-    cdef Tensor t = operand(x, op)
-    if not is_float_dtype(descr(t.data)):
-        raise RuntimeError(f"{op}: expected a floating point tensor as {what}, got "
-                           f"{dtype_name(t.data.dtype)}")
-    return t
+# linalg_float_operand (x as a float tensor), float_result (a LAPACK result as a tensor) and
+# tracks (does reverse mode record through a jvp's inputs?) are the core's: ops/linalg/products.pxi
+# and _core_internal.pxi, shared with linalg.norm.
 
 
 cdef Tensor square_operand(object x, str op):
@@ -67,21 +63,6 @@ cdef object singular_error(str op, object a_arr, str why):
     idx = failing_index(a_arr, np.linalg.inv)
     return RuntimeError(f"{op}: the matrix A{where_in_batch(idx)} is singular (its LU "
                         f"factorization has a zero pivot), {why}")
-
-
-cdef inline bint tracks(Tensor a, Tensor b):
-    """Is reverse mode recording through a (or b)? A jvp rule then recomputes the primal output
-    it reads with the op itself, so the tangent is differentiable in the inputs (an output made
-    before its node holds no history, and after it would close a cycle through its tangent)."""
-    return grad_enabled() and (a.requires_grad_c() or (b is not None and b.requires_grad_c()))
-
-
-cdef Tensor float_result(object arr, cnp.dtype dt):
-    """A LAPACK result as a tensor of dt (NumPy may hand back a scalar or another dtype)."""
-    arr = as_array(arr)
-    if descr(arr) is not dt and arr.dtype != dt:
-        arr = arr.astype(dt)
-    return wrap(arr)
 
 
 # -- differentiable matrix helpers (selections with constant masks, transposes) ---------------

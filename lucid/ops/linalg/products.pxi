@@ -1,7 +1,25 @@
 # Shape-checked products (mm, bmm, dot, outer: matmul with PyTorch's argument checks) and
 # linalg.norm: the vector 2-norm is its own node (gradient 0 at a zero vector); the other norms
 # are composed from lucid ops (abs sums and maxima; 'nuc', 2, -2 from the singular values, the
-# square roots of the Gram matrix's eigenvalues, which differentiate through eigh's eigenvalues).
+# square roots of the Gram matrix's eigenvalues, which differentiate through eigh's eigenvalues),
+# and the two helpers the core shares with lucid._linalg (declared in _core_internal.pxi).
+
+
+cdef Tensor linalg_float_operand(object x, str op, str what):
+    """x as a tensor of a floating dtype (RuntimeError for integer and bool tensors)."""
+    cdef Tensor t = operand(x, op)
+    if not is_float_dtype(descr(t.data)):
+        raise RuntimeError(f"{op}: expected a floating point tensor as {what}, got "
+                           f"{dtype_name(t.data.dtype)}")
+    return t
+
+
+cdef Tensor float_result(object arr, cnp.dtype dt):
+    """A LAPACK result as a tensor of dt (NumPy may hand back a scalar or another dtype)."""
+    arr = as_array(arr)
+    if descr(arr) is not dt and arr.dtype != dt:
+        arr = arr.astype(dt)
+    return wrap(arr)
 
 
 cdef Tensor checked_operand(object x, str op, str name, int ndim, str kind):
@@ -126,7 +144,9 @@ cdef Tensor singular_values(Tensor a):
     """The singular values of a's matrices (..., k), ascending: sqrt of the Gram eigenvalues."""
     cdef tuple s = a.data.shape
     cdef Py_ssize_t nd = len(s)
-    cdef Tensor gram = matmul(mT(a), a) if s[nd - 2] >= s[nd - 1] else matmul(a, mT(a))
+    cdef Tensor at = transpose(a, -1, -2)
+    cdef Tensor gram = matmul(at, a) if s[nd - 2] >= s[nd - 1] else matmul(a, at)
+    from lucid._linalg import linalg_eigh     # the linalg module imports after the core
     return sqrt(clamp(linalg_eigh(gram)[0], 0.0, None))
 
 

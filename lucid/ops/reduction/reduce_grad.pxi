@@ -1,8 +1,6 @@
 # The one helper that undoes broadcasting and promotion on the way back.
 
-cdef inline bint needs(Node node, Py_ssize_t i) noexcept:
-    """Does forward input i of node want a gradient?"""
-    return node.next_edges[i].node != NULL
+# needs(node, i), does forward input i of node want a gradient: _core_internal.pxi
 
 
 cdef inline object shape_if_broadcast(object x, object out):
