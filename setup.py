@@ -20,6 +20,7 @@ change regenerates and recompiles, so a release build never reuses debug output;
 compiles run in parallel (build_ext --parallel; by default one job per module, at most one per
 CPU).
 """
+import functools
 import os
 import shutil
 import sys
@@ -43,13 +44,19 @@ def lucid_sources():
                   for name in names if name.endswith((".pyx", ".pxd", ".pxi", ".h")))
 
 
-def module_sources(module):
-    """The files module's build reads: every source except the Cython files that only the other
-    modules read (Cython's own dependency tree of each .pyx says which)."""
+@functools.lru_cache(maxsize=None)
+def files_read():
+    """{module: the Cython files its .pyx reads}, from Cython's dependency tree (made once)."""
     from Cython.Build.Dependencies import create_dependency_tree
     tree = create_dependency_tree(quiet=True)
-    reads = {name: {os.path.normpath(p) for p in tree.all_dependencies(pyx)}
-             for name, pyx in MODULES.items()}
+    return {name: {os.path.normpath(p) for p in tree.all_dependencies(pyx)}
+            for name, pyx in MODULES.items()}
+
+
+def module_sources(module):
+    """The files module's build reads: every source except the Cython files that only the other
+    modules read."""
+    reads = files_read()
     others = set().union(*(files for name, files in reads.items() if name != module))
     return [p for p in lucid_sources() if p in reads[module] or p not in others]
 
