@@ -56,6 +56,7 @@ include "kernels/array_pool.pxi"
 include "kernels/block_loops.pxi"
 
 # ops, by family
+include "ops/registry.pxi"
 include "ops/reduction/reduce_grad.pxi"
 include "ops/elementwise/arith.pxi"
 include "ops/elementwise/unary.pxi"
@@ -74,13 +75,13 @@ include "ops/shape/gather.pxi"
 include "ops/shape/rearrange.pxi"
 include "ops/linalg/products.pxi"      # einsum, solve, det, decompositions: lucid/_linalg.pyx
 include "ops/elementwise/math_functions.pxi"
+include "ops/elementwise/binary_functions.pxi"
 include "ops/elementwise/activation.pxi"
 include "ops/elementwise/compare.pxi"
 
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"
 include "tensor/convert.pxi"
-include "tensor/function_methods.pxi"
 
 # custom Functions, then the engine that runs every node
 include "function/function.pxi"

@@ -11,6 +11,8 @@ from lucid._core cimport *
 import numpy as np
 # Python-level functions of the core the rules call: lucid's sum (not the builtin) and dtype names
 from lucid._core import dtype_name, sum
+# the words of its ops' registrations (ops/registry.pxi)
+from lucid._core import define_op, BATCHED_MATRIX, CUSTOM, FLOAT_ONLY
 
 cnp.import_array()
 
@@ -20,6 +22,7 @@ include "ops/linalg/det.pxi"
 include "ops/linalg/decomp.pxi"
 include "ops/linalg/einsum.pxi"
 
-install_methods(Tensor, {"det": linalg_det, "slogdet": linalg_slogdet, "inverse": linalg_inv})
+# registered ops install their methods (det, slogdet); inverse is named unlike linalg.inv
+install_methods(Tensor, {"inverse": linalg_inv})
 # this module's node classes are lucid's own, trusted like the core's (Note [Native nodes])
 register_node_types(__name__)

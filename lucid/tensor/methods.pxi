@@ -2,7 +2,7 @@
 # definition (its signature, checks and docstring) and the method is that function put in Tensor's
 # dict at import, wrapped in a method descriptor (tensor/function_method.h) that passes the call on
 # unchanged, so it costs what the function costs. The op families' functions are installed by
-# tensor/function_methods.pxi; the protocol and conversion methods (t.numpy(), t.__dlpack__(),
+# their registration (ops/registry.pxi, Note [Op registry]); the protocol and conversion methods (t.numpy(), t.__dlpack__(),
 # t.to(...), copy/pickle) by the files that define them. The class body (tensor/tensor.pxi) keeps
 # the fields, properties, operator slots and the methods that reach its C state.
 
@@ -26,7 +26,3 @@ cdef void install_methods(type cls, dict methods) except *:
     for name, fn in methods.items():
         set_type_attribute(cls, name, lucid_function_method(fn))
 
-
-cdef dict methods_named_as_functions(tuple functions):
-    """{fn.__name__: fn}: the methods named as the function they are."""
-    return {fn.__name__: fn for fn in functions}

@@ -36,6 +36,7 @@ cpdef Tensor silu(object x):
     """x * sigmoid(x)."""
     return float_unary(x, "silu", _silu_kernel, SiluBackward.__new__(SiluBackward), False,
                        silu_rule)
+define_op(silu, POINTWISE, FLOAT)
 
 
 # -- gelu --------------------------------------------------------------------------------------
@@ -93,6 +94,7 @@ def gelu(input, approximate="none"):
         return float_unary(input, "gelu", _gelu_tanh_kernel, GeluBackward.__new__(GeluBackward),
                            False, gelu_tanh_rule)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+define_op(gelu, POINTWISE, FLOAT)
 
 
 # -- the parametrised activations --------------------------------------------------------------
@@ -177,6 +179,7 @@ def softplus(input, beta=1, threshold=20):
     out = as_array(np.where(bx > th, a.data, smooth))
     return record_param(wrap(out), a, SoftplusBackward.__new__(SoftplusBackward), softplus_rule,
                         b, th)
+define_op(softplus, POINTWISE, FLOAT_ONLY)
 
 
 cdef Tensor leaky_relu_rule(Tensor g, Tensor x, double slope, double unused):
@@ -195,6 +198,7 @@ def leaky_relu(input, negative_slope=0.01):
     out = as_array(np.where(a.data > 0, a.data, np.multiply(a.data, slope, dtype=a.data.dtype)))
     return record_param(wrap(out), a, LeakyReluBackward.__new__(LeakyReluBackward),
                         leaky_relu_rule, slope, 0.0)
+define_op(leaky_relu, POINTWISE, FLOAT_ONLY)
 
 
 cdef Tensor elu_rule(Tensor g, Tensor x, double alpha, double unused):
@@ -217,3 +221,4 @@ def elu(input, alpha=1.0):
     negative *= al
     out = as_array(np.where(a.data > 0, a.data, negative))
     return record_param(wrap(out), a, EluBackward.__new__(EluBackward), elu_rule, al, 0.0)
+define_op(elu, POINTWISE, FLOAT_ONLY)

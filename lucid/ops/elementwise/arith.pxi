@@ -18,6 +18,16 @@ cdef class BinaryBackward(Node):
                 None if gb is None else reduce_grad(gb, self.b_shape, self.b_dtype))
 
 
+cdef void record_broadcast(BinaryBackward node, Tensor a, Tensor b, Tensor out) except *:
+    """node's edges to a and b, and what its backward reduces each gradient to: the input's
+    shape where out broadcast it, and its dtype. The caller saves and attaches."""
+    record(node, a, b)
+    node.a_shape = shape_if_broadcast(a.data, out.data)
+    node.b_shape = shape_if_broadcast(b.data, out.data)
+    node.a_dtype = descr(a.data)
+    node.b_dtype = descr(b.data)
+
+
 # Note [Elementwise rules] (ops/elementwise/unary.pxi) for binary ops: rule_x(g, x, y) and rule_y(g, x, y)
 # are the gradient terms of each input; backward reduces them to the input's shape, the jvp
 # sums rule_x(tx) + rule_y(ty) (broadcast to the output's shape).
@@ -364,11 +374,7 @@ cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b, bint fast=Fals
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     cdef BinaryBackward node = new_binary_node(op)
-    record(node, a, b)
-    node.a_shape = shape_if_broadcast(a.data, out.data)
-    node.b_shape = shape_if_broadcast(b.data, out.data)
-    node.a_dtype = descr(a.data)
-    node.b_dtype = descr(b.data)
+    record_broadcast(node, a, b, out)
     save_binary_inputs(node, op, a, b)
     attach_output(out, node, 0)
     return out
@@ -413,26 +419,31 @@ cdef Tensor binary_op(int op, object x, object y):
 cpdef Tensor add(object x, object y):
     """x + y, broadcasting."""
     return binary_op(OP_ADD, x, y)
+define_op(add, POINTWISE, ANY)
 
 
 cpdef Tensor sub(object x, object y):
     """x - y, broadcasting."""
     return binary_op(OP_SUB, x, y)
+define_op(sub, POINTWISE, NUMERIC)
 
 
 cpdef Tensor mul(object x, object y):
     """x * y, broadcasting."""
     return binary_op(OP_MUL, x, y)
+define_op(mul, POINTWISE, ANY)
 
 
 cpdef Tensor div(object x, object y):
     """x / y (true division), broadcasting."""
     return binary_op(OP_DIV, x, y)
+define_op(div, POINTWISE, FLOAT)
 
 
 cpdef Tensor pow(object x, object y):
     """x ** y, broadcasting."""
     return binary_op(OP_POW, x, y)
+define_op(pow, POINTWISE, NUMERIC, method="own")
 
 
 cdef class NegBackward(Node):
@@ -452,6 +463,7 @@ cpdef Tensor neg(object x):
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(NegBackward.__new__(NegBackward), a, None), 0)
     return out
+define_op(neg, POINTWISE, NUMERIC)
 
 
 cdef object compare(Tensor self, object other, int op):

@@ -1,5 +1,5 @@
 # More elementwise functions: log1p expm1 square rsqrt reciprocal tan asin acos atan sinh cosh
-# erf, atan2, and the step functions sign floor ceil round trunc (zero gradient).
+# erf, and the step functions sign floor ceil round trunc (zero gradient).
 #
 # Each section: its rule (Note [Elementwise rules] in ops/elementwise/unary.pxi: one rule per
 # input is both the backward and the jvp), its node (a docstring on RuleBackward, which applies
@@ -25,6 +25,7 @@ cpdef Tensor log1p(object x):
     """log(1 + x), accurate for x near 0."""
     return float_unary(x, "log1p", np.log1p, Log1pBackward.__new__(Log1pBackward), False,
                        log1p_rule)
+define_op(log1p, POINTWISE, FLOAT)
 
 
 cdef Tensor expm1_rule(Tensor g, Tensor x, Tensor y):
@@ -40,6 +41,7 @@ cpdef Tensor expm1(object x):
     """exp(x) - 1, accurate for x near 0."""
     return float_unary(x, "expm1", np.expm1, Expm1Backward.__new__(Expm1Backward), True,
                        expm1_rule)
+define_op(expm1, POINTWISE, FLOAT)
 
 
 # -- square, rsqrt, reciprocal -----------------------------------------------------------------
@@ -60,6 +62,7 @@ cpdef Tensor square(object x):
         raise TypeError("square: not supported for bool tensors; convert with .int() or .float()")
     return record_rule(wrap(as_array(np.square(a.data))), a, SquareBackward.__new__(SquareBackward),
                        False, square_rule)
+define_op(square, POINTWISE, NUMERIC)
 
 
 cdef Tensor rsqrt_rule(Tensor g, Tensor x, Tensor y):
@@ -82,6 +85,7 @@ cpdef Tensor rsqrt(object x):
     """1 / sqrt(x)."""
     return float_unary(x, "rsqrt", _rsqrt_kernel, RsqrtBackward.__new__(RsqrtBackward), True,
                        rsqrt_rule)
+define_op(rsqrt, POINTWISE, FLOAT)
 
 
 cdef Tensor reciprocal_rule(Tensor g, Tensor x, Tensor y):
@@ -102,6 +106,7 @@ cpdef Tensor reciprocal(object x):
     """1 / x."""
     return float_unary(x, "reciprocal", _reciprocal_kernel,
                        ReciprocalBackward.__new__(ReciprocalBackward), True, reciprocal_rule)
+define_op(reciprocal, POINTWISE, FLOAT)
 
 
 # -- trigonometric and hyperbolic --------------------------------------------------------------
@@ -118,6 +123,7 @@ cdef class TanBackward(RuleBackward):
 cpdef Tensor tan(object x):
     """Tangent of x."""
     return float_unary(x, "tan", np.tan, TanBackward.__new__(TanBackward), True, tan_rule)
+define_op(tan, POINTWISE, FLOAT)
 
 
 cdef Tensor asin_rule(Tensor g, Tensor x, Tensor y):
@@ -132,6 +138,7 @@ cdef class AsinBackward(RuleBackward):
 cpdef Tensor asin(object x):
     """Arcsine of x (NaN outside [-1, 1])."""
     return float_unary(x, "asin", np.arcsin, AsinBackward.__new__(AsinBackward), False, asin_rule)
+define_op(asin, POINTWISE, FLOAT)
 
 
 cdef Tensor acos_rule(Tensor g, Tensor x, Tensor y):
@@ -146,6 +153,7 @@ cdef class AcosBackward(RuleBackward):
 cpdef Tensor acos(object x):
     """Arccosine of x (NaN outside [-1, 1])."""
     return float_unary(x, "acos", np.arccos, AcosBackward.__new__(AcosBackward), False, acos_rule)
+define_op(acos, POINTWISE, FLOAT)
 
 
 cdef Tensor atan_rule(Tensor g, Tensor x, Tensor y):
@@ -160,6 +168,7 @@ cdef class AtanBackward(RuleBackward):
 cpdef Tensor atan(object x):
     """Arctangent of x."""
     return float_unary(x, "atan", np.arctan, AtanBackward.__new__(AtanBackward), False, atan_rule)
+define_op(atan, POINTWISE, FLOAT)
 
 
 cdef Tensor sinh_rule(Tensor g, Tensor x, Tensor y):
@@ -174,6 +183,7 @@ cdef class SinhBackward(RuleBackward):
 cpdef Tensor sinh(object x):
     """Hyperbolic sine of x."""
     return float_unary(x, "sinh", np.sinh, SinhBackward.__new__(SinhBackward), False, sinh_rule)
+define_op(sinh, POINTWISE, FLOAT)
 
 
 cdef Tensor cosh_rule(Tensor g, Tensor x, Tensor y):
@@ -188,6 +198,7 @@ cdef class CoshBackward(RuleBackward):
 cpdef Tensor cosh(object x):
     """Hyperbolic cosine of x."""
     return float_unary(x, "cosh", np.cosh, CoshBackward.__new__(CoshBackward), False, cosh_rule)
+define_op(cosh, POINTWISE, FLOAT)
 
 
 # -- erf: the C library's erf (the function math.erf calls), in a typed loop --------------------
@@ -218,52 +229,7 @@ cdef class ErfBackward(RuleBackward):
 cpdef Tensor erf(object x):
     """The error function 2/sqrt(pi) * integral_0^x exp(-t*t) dt."""
     return float_unary(x, "erf", _erf_kernel, ErfBackward.__new__(ErfBackward), False, erf_rule)
-
-
-# -- atan2 (binary, broadcasting) --------------------------------------------------------------
-
-cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
-    """g*y/(x*x + y*y)"""
-    return div(mul(g, y), add(mul(x, x), mul(y, y)))
-
-
-cdef Tensor atan2_rule_y(Tensor g, Tensor x, Tensor y):
-    """-g*x/(x*x + y*y)  (atan2_rule_x with the roles of x and y swapped, negated)"""
-    return neg(atan2_rule_x(g, y, x))
-
-
-cdef class Atan2Backward(BinaryBackward):
-    """z = atan2(x, y)  ->  gx = atan2_rule_x = g*y/(x*x + y*y), gy = atan2_rule_y
-    = -g*x/(x*x + y*y)"""
-    cdef tuple apply(self, tuple grads):
-        g = grads[0]
-        x = self.a.unpack(self)
-        y = self.b.unpack(self)
-        return self.reduced(atan2_rule_x(g, x, y) if needs(self, 0) else None,
-                            atan2_rule_y(g, x, y) if needs(self, 1) else None)
-
-
-cpdef Tensor atan2(object input, object other):
-    """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
-    cdef Tensor a = operand(input, "atan2"), b = operand(other, "atan2")
-    cdef cnp.dtype dt = result_dtype(a, b)
-    if not is_float_dtype(dt):
-        dt = float32
-    cdef Tensor out = wrap(binary_kernel(np.arctan2, a, b, dt, "atan2"))
-    if fw_active():
-        set_tangent(out, rules_jvp(atan2_rule_x, atan2_rule_y, a, b, out))
-    if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
-        return out
-    cdef Atan2Backward node = Atan2Backward.__new__(Atan2Backward)
-    record(node, a, b)
-    node.a_shape = shape_if_broadcast(a.data, out.data)
-    node.b_shape = shape_if_broadcast(b.data, out.data)
-    node.a_dtype = descr(a.data)
-    node.b_dtype = descr(b.data)
-    node.a = save_tensor(a, node, False)
-    node.b = save_tensor(b, node, False)
-    attach_output(out, node, 0)
-    return out
+define_op(erf, POINTWISE, FLOAT)
 
 
 # -- step functions: sign floor ceil round trunc (flat almost everywhere: zero gradient) --------
@@ -320,21 +286,25 @@ def _sign_kernel(arr):
 cpdef Tensor sign(object x):
     """-1, 0 or 1 by the sign of x (0 for NaN, like PyTorch); its gradient is zero."""
     return step_op(x, "sign", _sign_kernel, np.sign)
+define_op(sign, POINTWISE, ANY)
 
 
 cpdef Tensor floor(object x):
     """The largest integer <= x (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "floor", np.floor, None)
+define_op(floor, POINTWISE, ANY)
 
 
 cpdef Tensor ceil(object x):
     """The smallest integer >= x (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "ceil", np.ceil, None)
+define_op(ceil, POINTWISE, ANY)
 
 
 cpdef Tensor trunc(object x):
     """x rounded toward zero (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "trunc", np.trunc, None)
+define_op(trunc, POINTWISE, ANY)
 
 
 def round(input, *, decimals=0):
@@ -345,3 +315,4 @@ def round(input, *, decimals=0):
         return step_op(input, "round", np.round, None)
     kernel = lambda arr: np.round(arr, decimals)
     return step_op(input, "round", kernel, kernel if decimals < 0 else None)
+define_op(round, POINTWISE, ANY)

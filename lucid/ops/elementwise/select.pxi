@@ -52,14 +52,10 @@ cdef Tensor zero_grad_like(Tensor g):
     return select_grad(g, NOTHING_SELECTED)
 
 
-cdef class SelectBackward(Node):
+cdef class SelectBackward(BinaryBackward):
     """z = select(x, y) elementwise  ->  gx = select_grad(g, wx), gy = select_grad(g, wy)"""
     cdef object weight_x          # ndarray: x's share of g (1 picked, 0.5 tie, 0 not picked)
     cdef object weight_y          # ndarray: y's share of g
-    cdef object a_shape
-    cdef object b_shape
-    cdef cnp.dtype a_dtype
-    cdef cnp.dtype b_dtype
 
     cdef void release_saved(self):
         self.weight_x = None
@@ -69,12 +65,8 @@ cdef class SelectBackward(Node):
         if self.weight_x is None:
             raise_freed_graph(self)
         g = grads[0]
-        gx = gy = None
-        if needs(self, 0):
-            gx = reduce_grad(select_grad(g, self.weight_x), self.a_shape, self.a_dtype)
-        if needs(self, 1):
-            gy = reduce_grad(select_grad(g, self.weight_y), self.b_shape, self.b_dtype)
-        return (gx, gy)
+        return self.reduced(select_grad(g, self.weight_x) if needs(self, 0) else None,
+                            select_grad(g, self.weight_y) if needs(self, 1) else None)
 
 
 cdef class MaximumBackward(SelectBackward):
@@ -111,13 +103,9 @@ cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, o
         set_tangent(out, select_jvp(a, b, weight_x, weight_y, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
-    record(node, a, b)
+    record_broadcast(node, a, b, out)
     node.weight_x = weight_x
     node.weight_y = weight_y
-    node.a_shape = shape_if_broadcast(a.data, out.data)
-    node.b_shape = shape_if_broadcast(b.data, out.data)
-    node.a_dtype = descr(a.data)
-    node.b_dtype = descr(b.data)
     attach_output(out, node, 0)
     return out
 
@@ -151,11 +139,13 @@ cdef Tensor extremum(object x, object y, bint is_max):
 cpdef Tensor maximum(object x, object y):
     """Elementwise max of x and y (ties split the gradient equally)."""
     return extremum(x, y, True)
+define_op(maximum, POINTWISE, ANY, method="own")
 
 
 cpdef Tensor minimum(object x, object y):
     """Elementwise min of x and y (ties split the gradient equally)."""
     return extremum(x, y, False)
+define_op(minimum, POINTWISE, ANY, method="own")
 
 
 cpdef Tensor where(object condition, object x, object y):
@@ -177,3 +167,4 @@ cpdef Tensor where(object condition, object x, object y):
         return out
     return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(dt),
                          np.logical_not(c.data).astype(dt))
+define_op(where, POINTWISE, ANY, method="none")

@@ -146,6 +146,7 @@ cpdef Tensor exp(object x):
     cdef Tensor a = operand(x, "exp")
     cdef object arr = fast_unary(U_EXP, np.exp, a.data) if is_fast(a.data) else unary_kernel(np.exp, a)
     return record_rule(wrap(arr), a, ExpBackward.__new__(ExpBackward), True, exp_rule)
+define_op(exp, POINTWISE, FLOAT)
 
 
 cpdef Tensor log(object x):
@@ -153,6 +154,7 @@ cpdef Tensor log(object x):
     cdef Tensor a = operand(x, "log")
     cdef object arr = fast_unary(U_LOG, np.log, a.data) if is_fast(a.data) else unary_kernel(np.log, a)
     return record_rule(wrap(arr), a, LogBackward.__new__(LogBackward), False, log_rule)
+define_op(log, POINTWISE, FLOAT)
 
 
 cpdef Tensor tanh(object x):
@@ -161,6 +163,7 @@ cpdef Tensor tanh(object x):
     cdef object arr = fast_unary(U_TANH, np.tanh, a.data) if is_fast(a.data) else \
         unary_kernel(np.tanh, a)
     return record_unary(wrap(arr), a, TanhBackward.__new__(TanhBackward), True, tanh_rule)
+define_op(tanh, POINTWISE, FLOAT)
 
 
 cpdef Tensor relu(object x):
@@ -168,6 +171,7 @@ cpdef Tensor relu(object x):
     cdef Tensor a = operand(x, "relu")
     cdef Tensor out = wrap(as_array(np.maximum(a.data, 0).astype(a.data.dtype, copy=False)))
     return record_rule(out, a, ReluBackward.__new__(ReluBackward), True, relu_rule)
+define_op(relu, POINTWISE, ANY)
 
 
 cdef class SqrtBackward(RuleBackward):
@@ -217,6 +221,7 @@ cpdef Tensor sqrt(object x):
     cdef Tensor a = operand(x, "sqrt")
     return record_rule(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True,
                         sqrt_rule)
+define_op(sqrt, POINTWISE, FLOAT)
 
 
 cpdef Tensor abs(object x):
@@ -224,6 +229,7 @@ cpdef Tensor abs(object x):
     cdef Tensor a = operand(x, "abs")
     return record_rule(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
                         abs_rule)
+define_op(abs, POINTWISE, ANY)
 
 
 cpdef Tensor sin(object x):
@@ -231,6 +237,7 @@ cpdef Tensor sin(object x):
     cdef Tensor a = operand(x, "sin")
     return record_rule(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False,
                         sin_rule)
+define_op(sin, POINTWISE, FLOAT)
 
 
 cpdef Tensor cos(object x):
@@ -238,6 +245,7 @@ cpdef Tensor cos(object x):
     cdef Tensor a = operand(x, "cos")
     return record_rule(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False,
                         cos_rule)
+define_op(cos, POINTWISE, FLOAT)
 
 
 cpdef Tensor sigmoid(object x):
@@ -250,6 +258,7 @@ cpdef Tensor sigmoid(object x):
     np.reciprocal(arr, out=arr)
     return record_unary(wrap(arr), a, SigmoidBackward.__new__(SigmoidBackward), True,
                         sigmoid_rule)
+define_op(sigmoid, POINTWISE, FLOAT)
 
 
 def clamp(input, min=None, max=None):
@@ -280,6 +289,7 @@ def clamp(input, min=None, max=None):
     attach_output(out, node, 0)
     node.saved_x = save_tensor(a, node, False)
     return out
+define_op(clamp, POINTWISE, ANY)
 
 
 # -- fused backward kernels: each is an op, so a recorded backward differentiates it ------------
@@ -423,3 +433,4 @@ cpdef Tensor clone(a):
     if grad_enabled() and t.requires_grad_c():
         attach_output(out, record(CloneBackward.__new__(CloneBackward), t, None), 0)
     return out
+define_op(clone, POINTWISE, ANY)

@@ -77,6 +77,7 @@ def linalg_cholesky(A, upper=False):
         node.upper = upper
         node.l = save_tensor(out, node, True)
     return out
+define_op(linalg_cholesky, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.cholesky")
 
 
 # -- eigh -----------------------------------------------------------------------------------------
@@ -157,6 +158,7 @@ def linalg_eigh(A, UPLO="L"):
         node.w = save_tensor(w, node, True)
         node.v = save_tensor(v, node, True)
     return EighResult(w, v)
+define_op(linalg_eigh, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eigh")
 
 
 # -- qr -------------------------------------------------------------------------------------------
@@ -258,3 +260,4 @@ def linalg_qr(A, mode="reduced"):
             node.q = save_tensor(q, node, True)
             node.r = save_tensor(r, node, True)
     return QRResult(q, r)
+define_op(linalg_qr, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.qr")

@@ -246,6 +246,7 @@ cpdef Tensor linalg_det(object A):
         attach_output(out, node, 0)
         node.a = save_tensor(a, node, False)
     return out
+define_op(linalg_det, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.det")
 
 
 # -- slogdet ---------------------------------------------------------------------------------------
@@ -296,3 +297,4 @@ def linalg_slogdet(A):
         attach_output(out, node, 0)
         node.a = save_tensor(a, node, False)
     return SlogdetResult(sign, out)
+define_op(linalg_slogdet, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.slogdet")

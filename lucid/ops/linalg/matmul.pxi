@@ -96,3 +96,4 @@ cpdef Tensor matmul(object x, object y):
         node.b = save_tensor(b, node, False)
         attach_output(out, node, 0)
     return out
+define_op(matmul, BATCHED_MATRIX, ANY)

@@ -38,6 +38,7 @@ def mm(input, mat2):
     if a.data.shape[1] != b.data.shape[0]:
         raise shape_error("mm", a, b, "cannot be multiplied (input's columns must equal mat2's rows)")
     return matmul(a, b)
+define_op(mm, CUSTOM, ANY)
 
 
 def bmm(input, mat2):
@@ -48,6 +49,7 @@ def bmm(input, mat2):
         raise shape_error("bmm", a, b, "cannot be multiplied (equal batch sizes and input's "
                           "columns equal to mat2's rows needed)")
     return matmul(a, b)
+define_op(bmm, CUSTOM, ANY)
 
 
 def dot(input, tensor):
@@ -57,6 +59,7 @@ def dot(input, tensor):
     if a.data.shape[0] != b.data.shape[0]:
         raise shape_error("dot", a, b, "must have the same number of elements")
     return matmul(a, b)
+define_op(dot, CUSTOM, ANY)
 
 
 def outer(input, vec2):
@@ -64,6 +67,7 @@ def outer(input, vec2):
     cdef Tensor a = checked_operand(input, "outer", "input", 1, "vector")
     cdef Tensor b = checked_operand(vec2, "outer", "vec2", 1, "vector")
     return mul(reshape(a, (a.data.shape[0], 1)), b)
+define_op(outer, CUSTOM, ANY)
 
 
 # -- norm -----------------------------------------------------------------------------------------
@@ -194,3 +198,4 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False):
         kept[pair[0]] = kept[pair[1]] = 1
         out = reshape(out, tuple(kept))
     return out
+define_op(linalg_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.norm")

@@ -103,6 +103,7 @@ cpdef Tensor linalg_solve(object A, object B):
         if needs(node, 0):
             node.x = save_tensor(out, node, True)
     return out
+define_op(linalg_solve, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.solve")
 
 
 # -- solve_triangular -------------------------------------------------------------------------
@@ -219,6 +220,8 @@ def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     cdef Tensor a = square_operand(A, "linalg.solve_triangular")
     cdef Tensor b = linalg_float_operand(B, "linalg.solve_triangular", "B")
     return solve_triangular_impl(a, b, bool(upper), bool(left), bool(unitriangular))
+define_op(linalg_solve_triangular, BATCHED_MATRIX, FLOAT_ONLY, method="none",
+          name="linalg.solve_triangular")
 
 
 # -- inv ----------------------------------------------------------------------------------------
@@ -253,6 +256,7 @@ cdef Tensor inv_jvp(Tensor a, Tensor x):
 cpdef Tensor linalg_inv(object A):
     """The inverse of each square matrix of A (..., n, n)."""
     return inverse_of(square_operand(A, "linalg.inv"), "linalg.inv", NO_UNIQUE_SOLUTION)
+define_op(linalg_inv, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.inv")
 
 
 cdef Tensor inverse_of(Tensor a, str op, str why):

@@ -59,6 +59,7 @@ def cumsum(input, dim, *, dtype=None):
     """The running sum of input along dim (integers and bools sum in int64)."""
     cdef Tensor a = accumulating_operand(input, dtype, "cumsum")
     return cumsum_op(a, scan_dim(a, dim, "cumsum"))
+define_op(cumsum, DIMS, ANY)
 
 
 # -- cumprod --------------------------------------------------------------------------------------
@@ -167,3 +168,4 @@ def cumprod(input, dim, *, dtype=None):
     """The running product of input along dim (integers and bools multiply in int64)."""
     cdef Tensor a = accumulating_operand(input, dtype, "cumprod")
     return cumprod_op(a, scan_dim(a, dim, "cumprod"))
+define_op(cumprod, DIMS, ANY)

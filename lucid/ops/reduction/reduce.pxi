@@ -102,11 +102,13 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
 def sum(input, dim=None, keepdim=False):
     """Sum of input over dim (all dims when None)."""
     return reduce_op(operand(input, "sum"), dim, keepdim, False)
+define_op(sum, REDUCTION, ANY)
 
 
 def mean(input, dim=None, keepdim=False):
     """Mean of input over dim (all dims when None)."""
     return reduce_op(operand(input, "mean"), dim, keepdim, True)
+define_op(mean, REDUCTION, FLOAT_ONLY)
 
 
 cdef class AmaxBackward(Node):
@@ -195,11 +197,13 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
 def amax(input, dim=None, keepdim=False):
     """Largest value of input over dim (all dims when None); ties share the gradient."""
     return extreme_op(operand(input, "amax"), dim, keepdim, True)
+define_op(amax, REDUCTION, ANY)
 
 
 def amin(input, dim=None, keepdim=False):
     """Smallest value of input over dim (all dims when None); ties share the gradient."""
     return extreme_op(operand(input, "amin"), dim, keepdim, False)
+define_op(amin, REDUCTION, ANY)
 
 
 class ReductionResult(tuple):
@@ -240,8 +244,10 @@ cdef object max_or_min(object input, object dim, bint keepdim, bint is_max):
 def reduce_max(input, dim=None, keepdim=False):
     """max(x): the largest value (0-d); max(x, dim): (values, indices) along dim."""
     return max_or_min(input, dim, keepdim, True)
+define_op(reduce_max, REDUCTION, ANY, name="max")
 
 
 def reduce_min(input, dim=None, keepdim=False):
     """min(x): the smallest value (0-d); min(x, dim): (values, indices) along dim."""
     return max_or_min(input, dim, keepdim, False)
+define_op(reduce_min, REDUCTION, ANY, name="min")

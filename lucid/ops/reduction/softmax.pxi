@@ -76,8 +76,10 @@ cdef Tensor softmax_family(object input, object dim, object dtype, bint is_log):
 def softmax(input, dim, *, dtype=None):
     """exp(x)/sum(exp(x)) along dim (cast to dtype first when given)."""
     return softmax_family(input, dim, dtype, False)
+define_op(softmax, DIMS, FLOAT_ONLY)
 
 
 def log_softmax(input, dim, *, dtype=None):
     """x - logsumexp(x) along dim (cast to dtype first when given)."""
     return softmax_family(input, dim, dtype, True)
+define_op(log_softmax, DIMS, FLOAT_ONLY)

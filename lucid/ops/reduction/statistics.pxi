@@ -156,6 +156,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if not is_float_dtype(descr(a.data)):
         return out
     return record_spread(out, a, ProdBackward, prod_rule, dims, keep, None, True)
+define_op(prod, REDUCTION, ANY)
 
 
 # -- var and std ------------------------------------------------------------------------------------
@@ -221,11 +222,13 @@ cdef Tensor var_or_std(object input, object dim, object unbiased, bint keepdim,
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sum((x - mean(x))**2)/(n - correction) over dim (all dims when None; correction 1)."""
     return var_or_std(input, dim, unbiased, keepdim, correction, False)
+define_op(var, REDUCTION, FLOAT_ONLY)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sqrt(var(input, dim, correction)); its gradient is 0 where it is 0."""
     return var_or_std(input, dim, unbiased, keepdim, correction, True)
+define_op(std, REDUCTION, FLOAT_ONLY)
 
 
 # -- norm -------------------------------------------------------------------------------------------
@@ -306,6 +309,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         arr = as_array(norm_values(a.data, q, dims, keepdim)).astype(a.data.dtype, copy=False)
     return record_spread(wrap(arr), a, NormBackward, norm_rule, dims, keepdim, q,
                          q != 1.0 and q != 0.0)
+define_op(norm, REDUCTION, FLOAT_ONLY)
 
 
 # -- logsumexp --------------------------------------------------------------------------------------
@@ -339,6 +343,7 @@ def logsumexp(input, dim, keepdim=False):
         arr = arr.reshape(tuple(s for i, s in enumerate(a.data.shape) if i not in dims))
     return record_spread(wrap(as_array(arr)), a, LogsumexpBackward, logsumexp_rule, dims,
                          keepdim, None, True)
+define_op(logsumexp, REDUCTION, FLOAT)
 
 
 # -- argmax, argmin, all, any: no gradient ---------------------------------------------------------
@@ -372,12 +377,14 @@ def argmax(input, dim=None, keepdim=False):
     """The index of the largest entry (the first of ties; NaN counts as largest) along dim, or
     in the flattened input when dim is None; int64, no gradient."""
     return arg_extreme(input, dim, keepdim, True)
+define_op(argmax, REDUCTION, ANY)
 
 
 def argmin(input, dim=None, keepdim=False):
     """The index of the smallest entry (the first of ties; NaN counts as smallest) along dim,
     or in the flattened input when dim is None; int64, no gradient."""
     return arg_extreme(input, dim, keepdim, False)
+define_op(argmin, REDUCTION, ANY)
 
 
 cdef Tensor truth_reduction(object input, object dim, bint keepdim, bint is_all):
@@ -389,8 +396,10 @@ cdef Tensor truth_reduction(object input, object dim, bint keepdim, bint is_all)
 def reduce_all(input, dim=None, keepdim=False):
     """Whether every entry of input over dim is non-zero (bool, no gradient)."""
     return truth_reduction(input, dim, keepdim, True)
+define_op(reduce_all, REDUCTION, ANY, name="all")
 
 
 def reduce_any(input, dim=None, keepdim=False):
     """Whether some entry of input over dim is non-zero (bool, no gradient)."""
     return truth_reduction(input, dim, keepdim, False)
+define_op(reduce_any, REDUCTION, ANY, name="any")

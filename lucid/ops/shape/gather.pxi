@@ -107,6 +107,7 @@ def gather(input, dim, index):
     check_index_fits(idx.shape, shape, d, "gather", "input", shape)
     check_index_range(idx, shape[d], False, "gather", d, shape)
     return take_at(t, key_along(idx, d, idx.shape), GatherBackward, False)
+define_op(gather, CUSTOM, ANY)
 
 
 # -- scatter_add ---------------------------------------------------------------------------------
@@ -164,6 +165,7 @@ def scatter_add(input, dim, index, src):
         node.src_part = src_part
         attach_output(out, node, 0)
     return out
+define_op(scatter_add, CUSTOM, ANY)
 
 
 # -- index_select --------------------------------------------------------------------------------
@@ -184,6 +186,7 @@ def index_select(input, dim, index):
     check_index_range(idx, shape[d], False, "index_select", d, shape)
     cdef tuple key = (slice(None),) * d + (idx.reshape(-1),)
     return take_at(t, key, IndexSelectBackward, False)
+define_op(index_select, CUSTOM, ANY)
 
 
 # -- take_along_dim ------------------------------------------------------------------------------
@@ -217,6 +220,7 @@ def take_along_dim(input, indices, dim=None):
         raise RuntimeError(f"take_along_dim: input shape {shape} and indices shape {idx.shape} "
                            f"can't be broadcast together outside dim {d}") from None
     return take_at(t, key, TakeAlongDimBackward, False)
+define_op(take_along_dim, CUSTOM, ANY)
 
 
 # -- masked_select -------------------------------------------------------------------------------
@@ -259,6 +263,7 @@ def masked_select(input, mask):
     cdef tuple key = tuple([picked[lead + d] if shape[d] == full[lead + d] else
                             np.zeros_like(picked[lead + d]) for d in range(len(shape))])
     return take_at(t, key, MaskedSelectBackward, False)
+define_op(masked_select, CUSTOM, ANY)
 
 
 # -- masked_fill ---------------------------------------------------------------------------------
@@ -318,3 +323,4 @@ def masked_fill(input, mask, value):
         node.v_dtype = descr(t.data if v is None else v.data)
         attach_output(out, node, 0)
     return out
+define_op(masked_fill, POINTWISE, ANY)

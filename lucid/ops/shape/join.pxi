@@ -87,6 +87,7 @@ def cat(tensors, dim=0):
         node.dtypes = [descr((<Tensor>t).data) for t in ts]
         record_join(node, out, ts)
     return out
+define_op(cat, TENSORS, ANY, method="none")
 
 
 def stack(tensors, dim=0):
@@ -109,3 +110,4 @@ def stack(tensors, dim=0):
         node.dtypes = [descr((<Tensor>t).data) for t in ts]
         record_join(node, out, ts)
     return out
+define_op(stack, TENSORS, ANY, method="none")

@@ -41,6 +41,7 @@ def narrow(input, dim, start, length):
         raise RuntimeError(f"narrow: start {s} + length {n} exceeds dim {d} of size {size} "
                            f"(shape {t.data.shape})")
     return take_at(t, key_in_dim(d, slice(s, s + n)), NarrowBackward, True)
+define_op(narrow, DIMS, ANY)
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -69,6 +70,7 @@ def split(tensor, split_size_or_sections, dim=0):
         pieces.append(take_at(t, key_in_dim(d, slice(start, start + n)), SplitBackward, True))
         start += n
     return tuple(pieces)
+define_op(split, DIMS, ANY, method="own")
 
 
 cdef Py_ssize_t sum_ints(list xs):
@@ -93,6 +95,7 @@ def chunk(input, chunks, dim=0):
     if size == 0:
         return split(t, [0] * c, d)
     return split(t, (size + c - 1) // c, d)
+define_op(chunk, DIMS, ANY)
 
 
 def unbind(input, dim=0):
@@ -102,6 +105,7 @@ def unbind(input, dim=0):
     cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data), "unbind"), i
     return tuple([take_at(t, key_in_dim(d, i), UnbindBackward, True)
                   for i in range(t.data.shape[d])])
+define_op(unbind, DIMS, ANY)
 
 
 # -- diagonal and its reverse, diagonal_embed -----------------------------------------------------
@@ -153,6 +157,7 @@ cpdef Tensor diagonal(input, object offset=0, object dim1=0, object dim2=1):
         node.dim2 = dims[1]
         attach_output(out, node, 0)
     return out
+define_op(diagonal, DIMS, ANY)
 
 
 cdef class DiagonalEmbedBackward(Node):
@@ -200,6 +205,7 @@ def diag(input, diagonal=0):
     if nd == 2:
         return clone(diagonal_of(t, k))
     raise RuntimeError(f"diag: input must be 1-d or 2-d, got shape {t.data.shape}")
+define_op(diag, CUSTOM, ANY)
 
 
 cdef class TraceBackward(Node):
@@ -227,6 +233,7 @@ cpdef Tensor trace(input):
         node.in_shape = t.data.shape
         attach_output(out, node, 0)
     return out
+define_op(trace, CUSTOM, ANY)
 
 
 # -- flip, roll -----------------------------------------------------------------------------------
@@ -264,6 +271,7 @@ cpdef Tensor flip(input, object dims):
         node.dims = ds
         attach_output(out, node, 0)
     return out
+define_op(flip, DIMS, ANY, method="own")
 
 
 cdef class RollBackward(Node):
@@ -304,6 +312,7 @@ cpdef Tensor roll(input, object shifts, object dims=None):
         node.dims = ds
         attach_output(out, node, 0)
     return out
+define_op(roll, DIMS, ANY)
 
 
 # -- repeat, tile ---------------------------------------------------------------------------------
@@ -357,6 +366,7 @@ def tile(input, dims):
     cdef tuple reps = as_shape(dims, "tile")
     cdef int nd = ndim_of(t.data)
     return repeat(t, (1,) * (nd - len(reps)) + reps if len(reps) < nd else reps)
+define_op(tile, SHAPE, ANY, method="own")
 
 
 # -- tril, triu -----------------------------------------------------------------------------------
@@ -400,12 +410,14 @@ def tril(input, diagonal=0):
     """input's lower triangle (on and below diagonal `diagonal` of the last two dims); a copy."""
     cdef Tensor t = tensor_arg(input, "tril", "input")
     return triangle(t, int_arg(diagonal, "tril", "diagonal"), False)
+define_op(tril, BATCHED_MATRIX, ANY)
 
 
 def triu(input, diagonal=0):
     """input's upper triangle (on and above diagonal `diagonal` of the last two dims); a copy."""
     cdef Tensor t = tensor_arg(input, "triu", "input")
     return triangle(t, int_arg(diagonal, "triu", "diagonal"), True)
+define_op(triu, BATCHED_MATRIX, ANY)
 
 
 # -- movedim, mT, expand_as, contiguous: the existing views and clone under PyTorch's names --------
@@ -423,6 +435,7 @@ def movedim(input, source, destination):
     for s, t in sorted(zip(dst, src)):
         order.insert(s, t)
     return permute(x, tuple(order) if nd > 0 else ())
+define_op(movedim, DIMS, ANY)
 
 
 cdef Tensor matrix_transpose(Tensor a):

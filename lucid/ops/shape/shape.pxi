@@ -64,12 +64,14 @@ cpdef Tensor reshape(Tensor a, object shape):
 def checked_reshape(a, shape):
     """a with a new shape (a view when the layout allows, else a copy)."""
     return reshape_impl(tensor_arg(a, "reshape", "a"), shape, False, "reshape")
+define_op(checked_reshape, SHAPE, ANY, method="own", name="reshape")
 
 
 cpdef Tensor view(a, object shape):
     """a with a new shape, sharing its memory (RuntimeError when the layout does not allow)."""
     cdef Tensor t = tensor_arg(a, "view", "a")
     return reshape_impl(t, shape, True, "view")
+define_op(view, SHAPE, ANY, method="own")
 
 
 cdef class TransposeBackward(Node):
@@ -98,6 +100,7 @@ cpdef Tensor transpose(a, object dim0, object dim1):
         node.dim1 = d1
         attach_output(out, node, 0)
     return out
+define_op(transpose, DIMS, ANY)
 
 
 cdef class ExpandBackward(Node):
@@ -142,6 +145,7 @@ cpdef Tensor expand(Tensor a, object shape):
 def checked_expand(a, shape):
     """a broadcast to shape (-1 keeps a dim), as a view (read-only when it broadcasts)."""
     return expand(tensor_arg(a, "expand", "a"), shape)
+define_op(checked_expand, SHAPE, ANY, method="own", name="expand")
 
 
 cdef Tensor expand_to(Tensor a, tuple shape):
@@ -219,6 +223,7 @@ cpdef Tensor permute(a, object dims):
         node.inverse = tuple(np.argsort(order).tolist()) if nd > 0 else ()
         attach_output(out, node, 0)
     return out
+define_op(permute, SHAPE, ANY, method="own")
 
 
 cdef Tensor view_as_shape(Tensor a, object arr):
@@ -246,6 +251,7 @@ def squeeze(input, dim=None):
         axes = tuple(d for d in (normalize_dim(x, nd, "squeeze") for x in dims)
                      if nd > 0 and t.data.shape[d] == 1)
     return view_as_shape(t, np.squeeze(t.data, axis=axes) if axes else t.data.view())
+define_op(squeeze, DIMS, ANY)
 
 
 def unsqueeze(input, dim):
@@ -253,6 +259,7 @@ def unsqueeze(input, dim):
     cdef Tensor t = tensor_arg(input, "unsqueeze", "input")
     cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data) + 1, "unsqueeze")
     return view_as_shape(t, np.expand_dims(t.data, d))
+define_op(unsqueeze, DIMS, ANY)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -270,3 +277,4 @@ def flatten(input, start_dim=0, end_dim=-1):
     for size in shape[s:e + 1]:
         merged *= size                   # never -1: it is ambiguous when a size is 0
     return reshape(t, shape[:s] + (merged,) + shape[e + 1:])
+define_op(flatten, DIMS, ANY)

@@ -1,0 +1,66 @@
+# Binary elementwise functions of floats: atan2, logaddexp.
+#
+# Each section: its two rules (Note [Elementwise rules] in ops/elementwise/unary.pxi: each
+# input's rule is both its backward term and its jvp term), its node (a docstring on
+# BinaryRuleBackward, which applies the rules), its forward (float_binary) and its registration.
+
+
+cdef class BinaryRuleBackward(BinaryBackward):
+    """Shared apply of the binary functions: each input's rule on the saved inputs, reduced to
+    the input's shape. A function's node class is a docstring on this base (Atan2Backward, ...)."""
+    cdef binary_rule rule_x
+    cdef binary_rule rule_y
+
+    cdef tuple apply(self, tuple grads):
+        g = grads[0]
+        x = self.a.unpack(self)
+        y = self.b.unpack(self)
+        return self.reduced(self.rule_x(g, x, y) if needs(self, 0) else None,
+                            self.rule_y(g, x, y) if needs(self, 1) else None)
+
+
+cdef Tensor float_binary(object x, object y, str name, object ufunc, BinaryRuleBackward node,
+                         binary_rule rule_x, binary_rule rule_y):
+    """ufunc(x, y), broadcasting (integer and bool operands compute in float32, like PyTorch):
+    its tangent by rule_x and rule_y when a dual level is active, and node, applying the same
+    rules to both saved inputs, when grad mode is on and an input requires grad."""
+    cdef Tensor a = operand(x, name), b = operand(y, name)
+    cdef cnp.dtype dt = result_dtype(a, b)
+    if not is_float_dtype(dt):
+        dt = float32
+    cdef Tensor out
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out = wrap(binary_kernel(ufunc, a, b, dt, name))
+    if fw_active():
+        set_tangent(out, rules_jvp(rule_x, rule_y, a, b, out))
+    if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
+        node.rule_x, node.rule_y = rule_x, rule_y
+        record_broadcast(node, a, b, out)
+        node.a = save_tensor(a, node, False)
+        node.b = save_tensor(b, node, False)
+        attach_output(out, node, 0)
+    return out
+
+
+# -- atan2 -------------------------------------------------------------------------------------
+
+cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
+    """g*y/(x*x + y*y)"""
+    return div(mul(g, y), add(mul(x, x), mul(y, y)))
+
+
+cdef Tensor atan2_rule_y(Tensor g, Tensor x, Tensor y):
+    """-g*x/(x*x + y*y)  (atan2_rule_x with the roles of x and y swapped, negated)"""
+    return neg(atan2_rule_x(g, y, x))
+
+
+cdef class Atan2Backward(BinaryRuleBackward):
+    """z = atan2(x, y)  ->  gx = atan2_rule_x = g*y/(x*x + y*y), gy = atan2_rule_y
+    = -g*x/(x*x + y*y)"""
+
+
+cpdef Tensor atan2(object input, object other):
+    """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
+    return float_binary(input, other, "atan2", np.arctan2, Atan2Backward.__new__(Atan2Backward),
+                        atan2_rule_x, atan2_rule_y)
+define_op(atan2, POINTWISE, FLOAT)

@@ -1,0 +1,174 @@
+"""The op registry (Note [Op registry], lucid/ops/registry.pxi) against everything that depends
+on it: the generated exports and stubs are current, every op is a public name, a method when its
+record says so, in the test table or exempt with a reason, swept by the bad-input sweep, and takes
+the dtypes its record states."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lucid
+import lucid._core as core
+from support import op_table
+from support.paths import ROOT
+
+from reliability import bad_input_sweep as sweep
+
+OPS = core.registered_ops()
+BY_NAME = {op.name: op for op in OPS}
+
+# Registered ops with no row of their own in tests/support/op_table.py, and why
+NO_TABLE_ROW = {
+    "allclose": "returns a Python bool: no gradient; tests/ops/elementwise test it",
+    "isclose": "a comparison: bool result, no gradient; tests/ops/elementwise test it",
+    "eq": "a comparison: no gradient", "ne": "a comparison: no gradient",
+    "lt": "a comparison: no gradient", "le": "a comparison: no gradient",
+    "gt": "a comparison: no gradient", "ge": "a comparison: no gradient",
+    "isnan": "a test: no gradient", "isinf": "a test: no gradient",
+    "isfinite": "a test: no gradient",
+    "logical_and": "logic: no gradient", "logical_or": "logic: no gradient",
+    "logical_xor": "logic: no gradient", "logical_not": "logic: no gradient",
+    "all": "logic: no gradient", "any": "logic: no gradient",
+    "argmax": "indices: no gradient", "argmin": "indices: no gradient",
+    **{step: "a step function: zero gradient (tests/ops/test_elementwise.py)"
+       for step in ("sign", "floor", "ceil", "trunc", "round")},
+}
+
+
+def public(op):
+    """The object lucid exposes under op's public name."""
+    module, _, name = op.name.rpartition(".")
+    return getattr(lucid.linalg if module == "linalg" else lucid, name)
+
+
+def test_the_generated_files_are_current():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_ops.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_registry_holds_every_op_family():
+    names = set(BY_NAME)
+    for name in ("add", "exp", "atan2", "sum", "max", "softmax", "reshape", "gather", "cat",
+                 "matmul", "einsum", "linalg.det", "linalg.norm"):
+        assert name in names, name
+    assert {op.module for op in OPS} == {"lucid._core", "lucid._linalg"}
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_a_registered_op_is_its_public_name(name):
+    op = BY_NAME[name]
+    assert public(op) is op.function
+    assert op.batching in core.BATCHING_FAMILIES
+    assert op.dtypes in core.DTYPE_KINDS
+    assert op.function.__doc__, f"{name} has no docstring"
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_a_registered_op_is_a_method_as_its_record_says(name):
+    op = BY_NAME[name]
+    method = op.name.rpartition(".")[2]
+    raw = vars(lucid.Tensor).get(method)
+    if op.method == "function":
+        assert type(raw).__name__ == "function_method" and raw.__func__ is op.function
+    elif op.method == "own":
+        assert raw is not None and type(raw).__name__ != "function_method"
+    elif "." in name:                     # Tensor.norm is lucid.norm, not lucid.linalg.norm
+        assert getattr(raw, "__func__", None) is not op.function
+    else:
+        assert raw is None, f"Tensor.{method} exists though {name} says it is not a method"
+
+
+def test_registering_twice_or_with_unknown_words_is_refused():
+    before = len(core.registered_ops())
+    with pytest.raises(ValueError, match="registered twice"):
+        core.define_op(lucid.exp, core.POINTWISE, core.FLOAT)
+    with pytest.raises(ValueError, match="batching family"):
+        core.define_op(lucid.exp, "elementwiseish", core.FLOAT, name="exp_again")
+    with pytest.raises(ValueError, match="dtype kind"):
+        core.define_op(lucid.exp, core.POINTWISE, "floaty", name="exp_again")
+    with pytest.raises(ValueError, match="method kind"):
+        core.define_op(lucid.exp, core.POINTWISE, core.FLOAT, method="maybe", name="exp_again")
+    assert len(core.registered_ops()) == before
+    assert not hasattr(lucid.Tensor, "exp_again")
+
+
+def test_every_op_has_a_table_row_or_a_reason():
+    rows = {spec.name.removeprefix("lucid.") for spec in op_table.OPS}
+    missing = []
+    for name in BY_NAME:
+        has_row = any(row == name or row.startswith((name + "_", name + "[")) for row in rows)
+        if name in NO_TABLE_ROW:
+            assert not has_row, f"{name} has a row now: take it off NO_TABLE_ROW"
+        elif not has_row:
+            missing.append(name)
+    assert not missing, f"registered ops with no row in tests/support/op_table.py: {missing}"
+    assert set(NO_TABLE_ROW) <= set(BY_NAME)
+
+
+def test_the_bad_input_sweep_calls_every_op():
+    swept = {q for q, *_ in sweep.swept_names()}
+    missing = [name for name in BY_NAME if f"lucid.{name}" not in swept]
+    assert not missing, missing
+
+
+# -- the dtypes a record states, against what the op does ---------------------------------------
+
+SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
+    "clamp": (0,), "masked_fill": ("mask", 0), "pow": ("x",), "gather": (0, "index"),
+    "index_select": (0, "index1"), "scatter_add": (0, "index", "x"), "take_along_dim": ("index",),
+    "masked_select": ("mask",), "narrow": (0, 0, 1), "flip": ((0,),), "tile": ((1, 2),),
+    "roll": (1,), "movedim": (0, 1), "split": (1,), "chunk": (2,), "reshape": ((4,),),
+    "view": ((4,),), "expand": ((2, 2, 2),), "permute": ((1, 0),), "transpose": (0, 1),
+    "unsqueeze": (0,), "cumsum": (0,), "cumprod": (0,), "softmax": (0,), "log_softmax": (0,),
+    "logsumexp": (0,), "where": ("mask", "x"), "cat": (), "stack": (),
+}
+
+
+def sample_call(op, dtype):
+    x = lucid.tensor(np.array([[1, 2], [3, 0]]).astype(dtype))
+    fillers = {"mask": lucid.tensor([[True, False], [False, True]]),
+               "index": lucid.tensor([[0, 1], [1, 0]]), "index1": lucid.tensor([1]), "x": x}
+    if op.name in ("cat", "stack"):
+        return op.function([x, x])
+    if op.name == "where":
+        return op.function(fillers["mask"], x, x)
+    extra = [fillers.get(a, a) if isinstance(a, str) else a for a in SAMPLE_ARGS.get(op.name, ())]
+    args = [x, *extra]
+    if op.name not in SAMPLE_ARGS and op.function.__name__ in (
+            "add", "sub", "mul", "div", "atan2", "maximum", "minimum", "eq", "ne", "lt", "le",
+            "gt", "ge", "logical_and", "logical_or", "logical_xor", "isclose", "allclose", "pow"):
+        args = [x, x]
+    if op.name in ("mm", "matmul", "dot", "outer", "bmm"):
+        y = x if op.name in ("mm", "matmul") else x[0]
+        args = [y, y] if op.name != "bmm" else [x[None], x[None]]
+    return op.function(*args)
+
+
+CHECKABLE = [op.name for op in OPS if op.module == "lucid._core" and op.name not in (
+    "linalg.norm", "diag", "trace", "einsum")]
+
+
+def result_dtype(result):
+    first = result[0] if isinstance(result, tuple) else result
+    return first.dtype if isinstance(first, lucid.Tensor) else np.dtype(type(first))
+
+
+@pytest.mark.parametrize("name", CHECKABLE)
+def test_an_op_takes_the_dtypes_its_record_states(name):
+    op = BY_NAME[name]
+    if op.dtypes == "float_only":
+        with pytest.raises((TypeError, RuntimeError), match=name.rpartition(".")[2]):
+            sample_call(op, np.int64)
+        return
+    got = result_dtype(sample_call(op, np.int64))
+    if op.dtypes == "float":
+        assert got.kind == "f", f"{name} of int64 gave {got}"
+    else:
+        assert got.kind in "iub", f"{name} of int64 gave {got}: its record says {op.dtypes}"
+    if op.dtypes == "numeric":
+        with pytest.raises((TypeError, RuntimeError)):
+            sample_call(op, np.bool_)
+    elif op.dtypes == "any":
+        sample_call(op, np.bool_)
