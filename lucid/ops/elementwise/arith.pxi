@@ -35,6 +35,15 @@ cdef void record_broadcast(BinaryBackward node, Tensor a, Tensor b, Tensor out) 
 ctypedef Tensor (*binary_rule)(Tensor g, Tensor x, Tensor y)
 
 
+cdef inline Tensor rule_y_term(binary_rule rule_x, binary_rule rule_y, Tensor g, Tensor x,
+                               Tensor y):
+    """y's term, rule_y(g, x, y); a symmetric op (f(x, y) = f(y, x)) passes rule_y NULL, and
+    its y term is x's rule with the operands swapped, rule_x(g, y, x)."""
+    if rule_y == NULL:
+        return rule_x(g, y, x)
+    return rule_y(g, x, y)
+
+
 cdef Tensor identity_rule(Tensor g, Tensor x, Tensor y):
     """g"""
     return g
@@ -161,7 +170,8 @@ cdef Tensor rules_jvp(binary_rule rule_x, binary_rule rule_y, Tensor a, Tensor b
     cdef long level = suspend_fw()
     try:                                 # x + y gives ta itself: own_tangent copies it
         return own_tangent(fit_tangent(add_tangents(None if ta is None else rule_x(ta, a, b),
-                                                    None if tb is None else rule_y(tb, a, b)),
+                                                    None if tb is None else
+                                                    rule_y_term(rule_x, rule_y, tb, a, b)),
                                        out), ta, tb)
     finally:
         resume_fw(level)

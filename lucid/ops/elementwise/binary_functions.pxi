@@ -1,8 +1,9 @@
 # Binary elementwise functions of floats: atan2, logaddexp.
 #
 # Each section: its two rules (Note [Elementwise rules] in ops/elementwise/unary.pxi: each
-# input's rule is both its backward term and its jvp term), its node (a docstring on
-# BinaryRuleBackward, which applies the rules), its forward (float_binary) and its registration.
+# input's rule is both its backward term and its jvp term; a symmetric op writes x's alone), its
+# node (a docstring on BinaryRuleBackward, which applies the rules), its forward (float_binary)
+# and its registration, one blank line apart; two blank lines end a section.
 
 
 cdef class BinaryRuleBackward(BinaryBackward):
@@ -16,14 +17,16 @@ cdef class BinaryRuleBackward(BinaryBackward):
         x = self.a.unpack(self)
         y = self.b.unpack(self)
         return self.reduced(self.rule_x(g, x, y) if needs(self, 0) else None,
-                            self.rule_y(g, x, y) if needs(self, 1) else None)
+                            rule_y_term(self.rule_x, self.rule_y, g, x, y) if needs(self, 1)
+                            else None)
 
 
-cdef Tensor float_binary(object x, object y, str name, object ufunc, BinaryRuleBackward node,
+cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_type,
                          binary_rule rule_x, binary_rule rule_y):
     """ufunc(x, y), broadcasting (integer and bool operands compute in float32, like PyTorch):
-    its tangent by rule_x and rule_y when a dual level is active, and node, applying the same
-    rules to both saved inputs, when grad mode is on and an input requires grad."""
+    its tangent by rule_x and rule_y (NULL: the op is symmetric) when a dual level is active,
+    and a node of node_type (a BinaryRuleBackward), applying the same rules to both saved
+    inputs, when grad mode is on and an input requires grad."""
     cdef Tensor a = operand(x, name), b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     if not is_float_dtype(dt):
@@ -33,7 +36,9 @@ cdef Tensor float_binary(object x, object y, str name, object ufunc, BinaryRuleB
         out = wrap(binary_kernel(ufunc, a, b, dt, name))
     if fw_active():
         set_tangent(out, rules_jvp(rule_x, rule_y, a, b, out))
+    cdef BinaryRuleBackward node
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
+        node = node_type.__new__(node_type)
         node.rule_x, node.rule_y = rule_x, rule_y
         record_broadcast(node, a, b, out)
         node.a = save_tensor(a, node, False)
@@ -42,25 +47,20 @@ cdef Tensor float_binary(object x, object y, str name, object ufunc, BinaryRuleB
     return out
 
 
-# -- atan2 -------------------------------------------------------------------------------------
-
 cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
     """g*y/(x*x + y*y)"""
     return div(mul(g, y), add(mul(x, x), mul(y, y)))
-
 
 cdef Tensor atan2_rule_y(Tensor g, Tensor x, Tensor y):
     """-g*x/(x*x + y*y)  (atan2_rule_x with the roles of x and y swapped, negated)"""
     return neg(atan2_rule_x(g, y, x))
 
-
 cdef class Atan2Backward(BinaryRuleBackward):
     """z = atan2(x, y)  ->  gx = atan2_rule_x = g*y/(x*x + y*y), gy = atan2_rule_y
     = -g*x/(x*x + y*y)"""
 
-
 cpdef Tensor atan2(object input, object other):
     """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
-    return float_binary(input, other, "atan2", np.arctan2, Atan2Backward.__new__(Atan2Backward),
-                        atan2_rule_x, atan2_rule_y)
+    return float_binary(input, other, "atan2", np.arctan2, Atan2Backward, atan2_rule_x,
+                        atan2_rule_y)
 define_op(atan2, POINTWISE, FLOAT)
