@@ -64,3 +64,17 @@ cpdef Tensor atan2(object input, object other):
     return float_binary(input, other, "atan2", np.arctan2, Atan2Backward, atan2_rule_x,
                         atan2_rule_y)
 define_op(atan2, POINTWISE, FLOAT)
+
+
+cdef Tensor logaddexp_rule_x(Tensor g, Tensor x, Tensor y):
+    """g*sigmoid(x - y)"""
+    return mul(g, sigmoid(sub(x, y)))
+
+cdef class LogaddexpBackward(BinaryRuleBackward):
+    """z = log(exp(x) + exp(y))  ->  gx = g*sigmoid(x - y), gy = g*sigmoid(y - x)"""
+
+cpdef Tensor logaddexp(object input, object other):
+    """log(exp(input) + exp(other)), without overflow."""
+    return float_binary(input, other, "logaddexp", np.logaddexp, LogaddexpBackward,
+                        logaddexp_rule_x, NULL)
+define_op(logaddexp, POINTWISE, FLOAT)
