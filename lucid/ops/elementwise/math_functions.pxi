@@ -248,7 +248,7 @@ cpdef Tensor atan2(object input, object other):
     cdef Tensor a = operand(input, "atan2"), b = operand(other, "atan2")
     cdef cnp.dtype dt = result_dtype(a, b)
     if not is_float_dtype(dt):
-        dt = float32
+        dt = default_float_dtype()
     cdef Tensor out = wrap(binary_kernel(np.arctan2, a, b, dt, "atan2"))
     if fw_active():
         set_tangent(out, rules_jvp(atan2_rule_x, atan2_rule_y, a, b, out))
