@@ -21,9 +21,13 @@ from ._linalg import einsum
 # -- end of generated: lucid ops
 from ._creation import (
     tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, full_like, arange,
-    manual_seed, randn, rand, get_rng_state, set_rng_state, empty_like, eye, linspace, logspace,
-    as_tensor,
+    empty_like, eye, linspace, logspace, as_tensor,
 )
+from ._random import (
+    manual_seed, get_rng_state, set_rng_state, randn, rand, randn_like, rand_like, randint,
+    randint_like, randperm, normal,
+)
+from ._core import device, set_default_dtype, get_default_dtype
 from ._grad_mode import (
     no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
     is_inference_mode_enabled,

@@ -14,7 +14,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.number cimport PyIndex_Check
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint64_t, intptr_t
 from libc.limits cimport INT_MAX
 
 import numpy as np
@@ -46,6 +46,7 @@ include "diagnostics/profile.pxi"
 include "tensor/tensor.pxi"
 include "tensor/methods.pxi"
 include "tensor/arguments.pxi"
+include "tensor/device.pxi"
 include "tensor/copying.pxi"
 include "forward/forward_ad.pxi"
 
@@ -82,6 +83,7 @@ include "ops/elementwise/compare.pxi"
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"
 include "tensor/convert.pxi"
+include "tensor/attributes.pxi"
 
 # custom Functions, then the engine that runs every node
 include "function/function.pxi"

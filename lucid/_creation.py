@@ -1,9 +1,8 @@
-"""Tensor constructors: lucid.tensor, zeros, ones, full, arange, randn, ..."""
+"""Tensor constructors: lucid.tensor, zeros, ones, full, arange, eye, linspace, ... (the random
+ones are lucid/_random.py)."""
 import numpy as np
 
 from . import _core
-
-_rng = np.random.default_rng()
 
 
 def _shape(size, op):
@@ -15,11 +14,23 @@ def _dtype(dtype, default, op):
     return default if dtype is None else _core.as_dtype(dtype, op)
 
 
+def _device(device, op):
+    """Check op's device= argument: None, "cpu" or an object whose str is "cpu" (RuntimeError
+    naming any other device)."""
+    if device is not None:
+        _core.check_device_arg(device, op)
+
+
+def _check_grad_dtype(dtype, requires_grad, op):
+    """requires_grad only for a floating dtype (RuntimeError naming op otherwise)."""
+    if requires_grad and dtype.kind != "f":
+        raise RuntimeError(f"{op}: only floating point tensors can require gradients, not "
+                           f"{_core.dtype_name(dtype)}; pass a float dtype")
+
+
 def _leaf(array, requires_grad, op):
     """A new leaf tensor over array; requires_grad only for a floating dtype."""
-    if requires_grad and array.dtype.kind != "f":
-        raise RuntimeError(f"{op}: only floating point tensors can require gradients, not "
-                           f"{_core.dtype_name(array.dtype)}; pass a float dtype")
+    _check_grad_dtype(array.dtype, requires_grad, op)
     return _core._from_array(array, requires_grad)
 
 
@@ -80,10 +91,10 @@ def _native(array):
 
 
 def _values_dtype(array, op):
-    """The dtype lucid gives values read from Python data: floats -> float32."""
+    """The dtype lucid gives values read from Python data: floats -> the default float dtype."""
     kind = array.dtype.kind
     if kind == "f":
-        return _core.float32
+        return _core.get_default_dtype()
     if kind in "iu":
         return _core.int64
     if kind == "b":
@@ -91,8 +102,9 @@ def _values_dtype(array, op):
     raise TypeError(f"{op}: can't make a tensor from values of dtype {array.dtype}")
 
 
-def tensor(data, dtype=None, requires_grad=False):
-    """A new tensor holding a copy of data (Python floats become float32)."""
+def tensor(data, dtype=None, requires_grad=False, *, device=None):
+    """A new tensor holding a copy of data (Python floats get the default float dtype)."""
+    _device(device, "tensor")
     return tensor_from(data, dtype, requires_grad, "tensor")
 
 
@@ -105,7 +117,8 @@ def tensor_from(data, dtype, requires_grad, op):
         array = np.array(_native(data), copy=True)
         if array.dtype not in _core.SUPPORTED_DTYPES and dt is None:
             _check_fits_int64(array, op)
-            array = array.astype(_values_dtype(array, op))
+            array = array.astype(_core.float32 if array.dtype.kind == "f" else
+                                 _values_dtype(array, op))
     else:
         array = _values_array(data, dt, op)
         if array.dtype == object or array.dtype.kind in "USV":
@@ -132,19 +145,22 @@ def _filled(size, value, dtype, requires_grad, default, op):
                  requires_grad, op)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros."""
-    return _filled(size, 0, dtype, requires_grad, _core.float32, "zeros")
+    _device(device, "zeros")
+    return _filled(size, 0, dtype, requires_grad, _core.get_default_dtype(), "zeros")
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones."""
-    return _filled(size, 1, dtype, requires_grad, _core.float32, "ones")
+    _device(device, "ones")
+    return _filled(size, 1, dtype, requires_grad, _core.get_default_dtype(), "ones")
 
 
-def empty(*size, dtype=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor with unspecified values."""
-    dt = _dtype(dtype, _core.float32, "empty")
+    _device(device, "empty")
+    dt = _dtype(dtype, _core.get_default_dtype(), "empty")
     return _leaf(np.empty(_shape(size, "empty"), dtype=dt), requires_grad, "empty")
 
 
@@ -159,8 +175,9 @@ def _full(size, fill_value, dtype, requires_grad, op):
     return _filled((tuple(size),), fill_value, dtype, requires_grad, default, op)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def full(size, fill_value, dtype=None, requires_grad=False, *, device=None):
     """A tensor filled with fill_value (its dtype follows the value unless given)."""
+    _device(device, "full")
     return _full(size, fill_value, dtype, requires_grad, "full")
 
 
@@ -171,30 +188,34 @@ def _like(t, op):
     return t
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
+def zeros_like(t, dtype=None, requires_grad=False, *, device=None):
     """Zeros with t's shape and dtype."""
     t = _like(t, "zeros_like")
+    _device(device, "zeros_like")
     return _filled(t.shape, 0, t.dtype if dtype is None else dtype, requires_grad, None,
                    "zeros_like")
 
 
-def ones_like(t, dtype=None, requires_grad=False):
+def ones_like(t, dtype=None, requires_grad=False, *, device=None):
     """Ones with t's shape and dtype."""
     t = _like(t, "ones_like")
+    _device(device, "ones_like")
     return _filled(t.shape, 1, t.dtype if dtype is None else dtype, requires_grad, None,
                    "ones_like")
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
+def full_like(t, fill_value, dtype=None, requires_grad=False, *, device=None):
     """A tensor of t's shape filled with fill_value, with t's dtype unless given."""
     t = _like(t, "full_like")
+    _device(device, "full_like")
     return _full(t.shape, fill_value, t.dtype if dtype is None else dtype, requires_grad,
                  "full_like")
 
 
-def empty_like(t, dtype=None, requires_grad=False):
+def empty_like(t, dtype=None, requires_grad=False, *, device=None):
     """A tensor of t's shape and dtype with unspecified values."""
     t = _like(t, "empty_like")
+    _device(device, "empty_like")
     dt = _dtype(dtype, t.dtype, "empty_like")
     return _leaf(np.empty(t.shape, dtype=dt), requires_grad, "empty_like")
 
@@ -222,33 +243,38 @@ def _number(value, name, op):
     return value
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, requires_grad=False, *, device=None):
     """The n x m matrix (m = n by default) with ones on the diagonal and zeros elsewhere."""
     n = _count(n, "n", "eye")
     m = n if m is None else _count(m, "m", "eye")
-    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _core.float32, "eye")), requires_grad, "eye")
+    _device(device, "eye")
+    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _core.get_default_dtype(), "eye")),
+                 requires_grad, "eye")
 
 
-def linspace(start, end, steps, dtype=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, requires_grad=False, *, device=None):
     """steps values evenly spaced from start to end, both included."""
     start, end = _number(start, "start", "linspace"), _number(end, "end", "linspace")
     steps = _count(steps, "steps", "linspace")
-    dt = _dtype(dtype, _core.float32, "linspace")
+    _device(device, "linspace")
+    dt = _dtype(dtype, _core.get_default_dtype(), "linspace")
     return _leaf(np.linspace(start, end, steps).astype(dt), requires_grad, "linspace")
 
 
-def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, *, device=None):
     """steps values base**e for e evenly spaced from start to end, both included."""
     start, end = _number(start, "start", "logspace"), _number(end, "end", "logspace")
     base = _number(base, "base", "logspace")
     steps = _count(steps, "steps", "logspace")
-    dt = _dtype(dtype, _core.float32, "logspace")
+    _device(device, "logspace")
+    dt = _dtype(dtype, _core.get_default_dtype(), "logspace")
     return _leaf(np.power(float(base), np.linspace(start, end, steps)).astype(dt),
                  requires_grad, "logspace")
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
     """data as a tensor, without a copy when it already is one (or a NumPy array) of dtype."""
+    _device(device, "as_tensor")
     if isinstance(data, _core.Tensor):
         return data if dtype is None else data.to(_core.as_dtype(dtype, "as_tensor"))
     if (isinstance(data, np.ndarray) and data.dtype in _core.SUPPORTED_DTYPES
@@ -258,8 +284,10 @@ def as_tensor(data, dtype=None):
     return tensor_from(data, dtype, False, "as_tensor")
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
-    """Values from start to end (exclusive) by step; int64 for ints, float32 for floats."""
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, *, device=None):
+    """Values from start to end (exclusive) by step; int64 for ints, the default float dtype for
+    floats."""
+    _device(device, "arange")
     if end is None:
         start, end = 0, start
     start, end = _number(start, "start", "arange"), _number(end, "end", "arange")
@@ -275,43 +303,3 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
         raise RuntimeError(f"arange: {e} for start={start}, end={end}, step={step}") from None
     dt = _dtype(dtype, _values_dtype(values, "arange"), "arange")
     return _leaf(values.astype(dt, copy=False), requires_grad, "arange")
-
-
-def manual_seed(seed):
-    """Seed lucid's random generator (randn, rand); seed is a non-negative int."""
-    global _rng
-    if not hasattr(seed, "__index__"):
-        raise TypeError(f"manual_seed: seed must be an int, not {type(seed).__name__}")
-    if seed.__index__() < 0:
-        raise ValueError(f"manual_seed: seed must be >= 0, got {seed}")
-    _rng = np.random.default_rng(seed.__index__())
-
-
-def get_rng_state():
-    """The state of lucid's random generator (randn, rand), to restore with set_rng_state."""
-    return _rng.bit_generator.state
-
-
-def set_rng_state(state):
-    """Restore lucid's random generator to a state from get_rng_state."""
-    try:
-        _rng.bit_generator.state = state
-    except (TypeError, ValueError, KeyError) as e:
-        raise TypeError(f"set_rng_state: state must be what get_rng_state() returned ({e})") \
-            from None
-
-
-def randn(*size, dtype=None, requires_grad=False):
-    """Standard normal samples."""
-    dt = _dtype(dtype, _core.float32, "randn")
-    if dt.kind != "f":
-        raise TypeError("randn needs a floating point dtype")
-    return _leaf(_rng.standard_normal(_shape(size, "randn"), dtype=dt), requires_grad, "randn")
-
-
-def rand(*size, dtype=None, requires_grad=False):
-    """Uniform samples in [0, 1)."""
-    dt = _dtype(dtype, _core.float32, "rand")
-    if dt.kind != "f":
-        raise TypeError("rand needs a floating point dtype")
-    return _leaf(_rng.random(_shape(size, "rand"), dtype=dt), requires_grad, "rand")

@@ -1,4 +1,6 @@
-# dtypes and PyTorch-style type promotion.
+# dtypes, the default float dtype and PyTorch-style type promotion.
+
+import threading as _threading
 
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
@@ -59,9 +61,44 @@ cdef inline int operand_rank(Tensor t) noexcept:
     return RANK_DIM if ndim_of(t.data) > 0 else RANK_ZERO_DIM
 
 
+# Note [Default dtype]
+#   The float dtype lucid picks when nothing else decides it: tensors of Python floats, zeros(),
+#   randn(), arange() of floats, and integer operands of float-only ops (sqrt, /, sigmoid, a
+#   Python float meeting an int tensor). Process-wide, as PyTorch's set_default_dtype: one C
+#   global, read with no call on the hot paths; set_default_dtype writes it under a lock.
+cdef cnp.dtype lucid_default_float = float32
+_default_dtype_lock = _threading.Lock()
+
+
+cdef inline cnp.dtype default_float_dtype():
+    """The default float dtype (Note [Default dtype])."""
+    return lucid_default_float
+
+
+def set_default_dtype(d):
+    """Make d (lucid.float32 or lucid.float64) the default float dtype, process-wide."""
+    global lucid_default_float
+    cdef object dt = None
+    if d is not None:                    # np.dtype(None) would be float64
+        try:
+            dt = np.dtype(d)
+        except (TypeError, ValueError):
+            pass
+    if dt is None or (dt != float32 and dt != float64):
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
+                        f"default type (lucid.float32 or lucid.float64), not {d!r}")
+    with _default_dtype_lock:
+        lucid_default_float = float32 if dt == float32 else float64
+
+
+def get_default_dtype():
+    """The default float dtype: lucid.float32 unless set_default_dtype changed it."""
+    return lucid_default_float
+
+
 cdef cnp.dtype default_dtype_of_category(int category):
     if category == 2:
-        return float32
+        return lucid_default_float
     if category == 1:
         return int64
     return bool_

@@ -65,7 +65,7 @@ cdef bint broadcastable(object x, object y):
 
 
 cdef object unary_kernel(object ufunc, Tensor a):
-    """ufunc(a); integer inputs compute in float32, like PyTorch."""
+    """ufunc(a); integer inputs compute in the default float dtype, like PyTorch."""
     if is_float_dtype(descr(a.data)):
         return as_array(ufunc(a.data))
-    return as_array(ufunc(a.data, dtype=float32))
+    return as_array(ufunc(a.data, dtype=default_float_dtype()))

@@ -31,7 +31,7 @@ CUSTOM = "custom"
 
 # the dtypes an op takes
 DTYPE_KINDS = {
-    "float": "floating inputs; integer and bool inputs compute in float32, like PyTorch",
+    "float": "floating inputs; integer and bool inputs compute in the default float dtype",
     "float_only": "floating inputs only; an integer or bool input raises, naming the op",
     "numeric": "integer and floating inputs, the result of integers stays integer",
     "any": "every dtype, bool included; the result's dtype is the op's own (bool for tests)",

@@ -6,14 +6,6 @@ cdef dict TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", int64: 
                         int32: "IntTensor", bool_: "BoolTensor"}
 
 
-cdef void check_device(object device, str op) except *:
-    """lucid has one device, the CPU: "cpu" (or "cpu:0") passes, anything else raises."""
-    cdef str name = str(device)
-    if name not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"{op}: lucid tensors live on the CPU only; device {name!r} is not "
-                           "available (use 'cpu')")
-
-
 cdef Tensor tensor_to(Tensor t, tuple args, dict kwargs):
     """x.to(dtype) / x.to(device) / x.to(device, dtype) / x.to(other) / x.to(device=, dtype=)."""
     device = kwargs.pop("device", None)
@@ -147,29 +139,35 @@ def _tensor_cpu(Tensor self):
     return self
 
 
-def _tensor_new_zeros(Tensor self, *size, dtype=None, requires_grad=False):
+def _tensor_new_zeros(Tensor self, *size, dtype=None, device=None, requires_grad=False):
     """A new tensor of zeros of the given size, with self's dtype unless dtype is given."""
+    check_device(device, "new_zeros")
     return new_filled(self, size, 0, dtype, requires_grad, "new_zeros")
 
 
-def _tensor_new_ones(Tensor self, *size, dtype=None, requires_grad=False):
+def _tensor_new_ones(Tensor self, *size, dtype=None, device=None, requires_grad=False):
     """A new tensor of ones of the given size, with self's dtype unless dtype is given."""
+    check_device(device, "new_ones")
     return new_filled(self, size, 1, dtype, requires_grad, "new_ones")
 
 
-def _tensor_new_empty(Tensor self, *size, dtype=None, requires_grad=False):
+def _tensor_new_empty(Tensor self, *size, dtype=None, device=None, requires_grad=False):
     """A new uninitialised tensor of the given size, with self's dtype unless dtype is given."""
+    check_device(device, "new_empty")
     return new_filled(self, size, None, dtype, requires_grad, "new_empty")
 
 
-def _tensor_new_full(Tensor self, size, fill_value, *, dtype=None, requires_grad=False):
+def _tensor_new_full(Tensor self, size, fill_value, *, dtype=None, device=None,
+                     requires_grad=False):
     """A new tensor of size filled with fill_value, with self's dtype unless dtype is given."""
+    check_device(device, "new_full")
     return new_filled(self, (size,), check_fill_value(fill_value, descr(self.data), "new_full"),
                       dtype, requires_grad, "new_full")
 
 
-def _tensor_new_tensor(Tensor self, data, *, dtype=None, requires_grad=False):
+def _tensor_new_tensor(Tensor self, data, *, dtype=None, device=None, requires_grad=False):
     """A new leaf tensor holding a copy of data, with self's dtype unless dtype is given."""
+    check_device(device, "new_tensor")
     return new_tensor_from(self, data, dtype, requires_grad)
 
 

@@ -48,8 +48,8 @@ cdef class Tensor:
 
     @property
     def device(self):
-        """Where the memory lives: always "cpu"."""
-        return "cpu"
+        """Where the memory lives: always lucid.device("cpu"), a string equal to "cpu"."""
+        return _CPU
 
     @property
     def is_leaf(self):
@@ -477,7 +477,7 @@ def tensor_repr(Tensor t):
     extras = []
     if arr.size == 0 and ndim_of(arr) != 1:
         extras.append(f"size={arr.shape}")          # "[]" alone would hide the shape
-    default = {"f": float32, "i": int64, "b": bool_}.get(arr.dtype.kind)
+    default = {"f": default_float_dtype(), "i": int64, "b": bool_}.get(arr.dtype.kind)
     if arr.dtype != default:
         extras.append(f"dtype={dtype_name(arr.dtype)}")
     if t._grad_fn is not None:

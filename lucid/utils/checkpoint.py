@@ -22,7 +22,7 @@ or dtype from the forward pass's raises a RuntimeError saying so.
 import functools
 
 from .. import _core
-from .._creation import get_rng_state, set_rng_state
+from .._random import get_rng_state, set_rng_state
 from .._grad_mode import enable_grad, no_grad
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks

@@ -416,7 +416,7 @@ cdef Tensor binary_op(int op, object x, object y):
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, name)
     if op == OP_DIV and not is_float_dtype(dt):
-        dt = float32
+        dt = default_float_dtype()
     elif op == OP_SUB and dt.kind == b'b':
         raise TypeError("sub: subtracting bool tensors is not supported; use logical ops")
     elif op == OP_POW and not is_float_dtype(dt) and b.data.dtype.kind != "b" and \

@@ -23,14 +23,14 @@ cdef class BinaryRuleBackward(BinaryBackward):
 
 cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_type,
                          binary_rule rule_x, binary_rule rule_y):
-    """ufunc(x, y), broadcasting (integer and bool operands compute in float32, like PyTorch):
+    """ufunc(x, y), broadcasting (integer and bool operands compute in the default float dtype):
     its tangent by rule_x and rule_y (NULL: the op is symmetric) when a dual level is active,
     and a node of node_type (a BinaryRuleBackward), applying the same rules to both saved
     inputs, when grad mode is on and an input requires grad."""
     cdef Tensor a = operand(x, name), b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     if not is_float_dtype(dt):
-        dt = float32
+        dt = default_float_dtype()
     cdef Tensor out
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         out = wrap(binary_kernel(ufunc, a, b, dt, name))

@@ -98,7 +98,8 @@ cdef Tensor record_rule(Tensor out, Tensor a, RuleBackward node, bint save_outpu
 
 cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bint save_output,
                         unary_rule rule):
-    """ufunc(x) (integer and bool inputs compute in float32, like PyTorch), recorded by rule."""
+    """ufunc(x) (integer and bool inputs compute in the default float dtype, like PyTorch),
+    recorded by rule."""
     cdef Tensor a = operand(x, name)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         arr = unary_kernel(ufunc, a)
@@ -252,7 +253,7 @@ cpdef Tensor sigmoid(object x):
     """1 / (1 + exp(-x))."""
     cdef Tensor a = operand(x, "sigmoid")
     cdef object arr = as_array(np.negative(a.data, dtype=a.data.dtype if is_float_dtype(descr(a.data))
-                                           else float32))
+                                           else default_float_dtype()))
     np.exp(arr, out=arr)
     np.add(arr, 1, out=arr)
     np.reciprocal(arr, out=arr)

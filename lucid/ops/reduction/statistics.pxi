@@ -331,10 +331,11 @@ cdef object stable_shift(object x, tuple dims):
 
 
 def logsumexp(input, dim, keepdim=False):
-    """log(sum(exp(input))) over dim, computed without overflow (integers give float32)."""
+    """log(sum(exp(input))) over dim, computed without overflow (integers give the default float
+    dtype)."""
     cdef Tensor a = operand(input, "logsumexp")
     if not is_float_dtype(descr(a.data)):
-        a = cast(a, float32)
+        a = cast(a, default_float_dtype())
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "logsumexp")
     cdef object shift = stable_shift(a.data, dims)
     with np.errstate(divide="ignore"):
