@@ -159,6 +159,8 @@ CALLS = {
     "lucid.randint": Call(lambda: [0, 5, (2,)]),
     "lucid.randint_like": Call(lambda: [mat(), 0, 5]),
     "lucid.linalg.solve_triangular": Call(lambda: [mat(), mat()], kwargs=lambda: {"upper": True}),
+    "lucid.linalg.lu_solve": Call(lambda: [*lucid.linalg.lu_factor(mat()), mat()]),
+    "lucid.linalg.cross": Call(lambda: [lucid.tensor([1.0, 2.0, 3.0]), lucid.tensor([0.0, 1.0, 0.0])]),
     "lucid.func.vjp": Call(lambda: [elementwise, grad_mat()]),
     "lucid.func.jvp": Call(lambda: [elementwise, (mat(),), (mat(),)]),
     "lucid.func.grad": Call(lambda: [total]),
@@ -216,6 +218,13 @@ EXCLUDED = {
     "lucid.autograd.forward_ad.UnpackedDualTensor": "a named tuple of (primal, tangent)",
     "lucid.autograd.graph.render": "to_dot's arguments, swept there, then Graphviz's dot program",
     "lucid.get_include": "takes nothing: the folder for a native extension's include path",
+}
+
+# Ops whose every call raises NotImplementedError (a RuntimeError) naming the op, by design until
+# a later issue implements them; their valid call passes with that error.
+NOT_IMPLEMENTED_YET = {
+    "lucid.linalg.eig": "complex results: complex dtypes are not supported yet",
+    "lucid.linalg.eigvals": "complex results: complex dtypes are not supported yet",
 }
 
 # What a call's error must name, when not the name itself: e.g. an in-place method's error may
@@ -339,7 +348,8 @@ def verdict(qualname, pos, exc):
         return None
     if not isinstance(exc, ALLOWED):
         return f"{type(exc).__name__} (outside the contract): {exc}"
-    if pos is None:
+    if pos is None and not (qualname in NOT_IMPLEMENTED_YET and isinstance(exc, NotImplementedError)
+                            and any(n in str(exc) for n in op_names(qualname))):
         return f"the valid call failed (fix the table): {type(exc).__name__}: {exc}"
     message = str(exc)
     if not any(n in message for n in op_names(qualname)):

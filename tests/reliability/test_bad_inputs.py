@@ -64,6 +64,10 @@ def test_the_verdict_rule():
     assert "outside the contract" in sweep.verdict("lucid.clone", 0, AttributeError("clone"))
     assert "valid call failed" in sweep.verdict("lucid.clone", None, TypeError("clone"))
     assert sweep.verdict("Tensor.add_", 0, TypeError("add: expected a Tensor")) is None
+    # an op not implemented yet passes its valid call only with NotImplementedError naming it
+    assert sweep.verdict("lucid.linalg.eig", None, NotImplementedError("linalg.eig: later")) is None
+    assert "valid call failed" in sweep.verdict("lucid.linalg.eig", None, RuntimeError("eig"))
+    assert "valid call failed" in sweep.verdict("lucid.clone", None, NotImplementedError("clone"))
 
 
 # -- the sweep --------------------------------------------------------------------------------
