@@ -79,6 +79,8 @@ include "ops/elementwise/math_functions.pxi"
 include "ops/elementwise/binary_functions.pxi"
 include "ops/elementwise/activation.pxi"
 include "ops/elementwise/compare.pxi"
+include "ops/elementwise/float_functions.pxi"
+include "ops/elementwise/special.pxi"
 
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"

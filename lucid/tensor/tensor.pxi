@@ -338,6 +338,10 @@ cdef class Tensor:
         """self ** exponent, broadcasting (lucid.pow)."""
         return pow(self, exponent)
 
+    def polygamma(self, n):
+        """The n-th derivative of digamma at self (lucid.polygamma(n, self))."""
+        return polygamma(n, self)
+
     def split(self, split_size, dim=0):
         """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
         return split(self, split_size, dim)

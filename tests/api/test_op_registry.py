@@ -127,6 +127,7 @@ SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
     "view": ((4,),), "expand": ((2, 2, 2),), "permute": ((1, 0),), "transpose": (0, 1),
     "unsqueeze": (0,), "cumsum": (0,), "cumprod": (0,), "softmax": (0,), "log_softmax": (0,),
     "logsumexp": (0,), "where": ("mask", "x"), "cat": (), "stack": (),
+    "fmod": ("ones",), "remainder": ("ones",),     # x holds a 0: an integer divisor of 0 raises
 }
 
 
@@ -139,11 +140,14 @@ def required_operands(op):
 def sample_call(op, dtype):
     x = lucid.tensor(np.array([[1, 2], [3, 0]]).astype(dtype))
     fillers = {"mask": lucid.tensor([[True, False], [False, True]]),
-               "index": lucid.tensor([[0, 1], [1, 0]]), "index1": lucid.tensor([1]), "x": x}
+               "index": lucid.tensor([[0, 1], [1, 0]]), "index1": lucid.tensor([1]), "x": x,
+               "ones": lucid.tensor(np.ones((2, 2)).astype(dtype))}
     if op.name in ("cat", "stack"):
         return op.function([x, x])
     if op.name == "where":
         return op.function(fillers["mask"], x, x)
+    if op.name == "polygamma":                # polygamma(n, input): the order comes first
+        return op.function(1, x)
     extra = [fillers.get(a, a) if isinstance(a, str) else a for a in SAMPLE_ARGS.get(op.name, ())]
     args = [x, *extra]
     if op.name not in SAMPLE_ARGS and len(required_operands(op)) == 2:
