@@ -81,6 +81,10 @@ include "ops/elementwise/activation.pxi"
 include "ops/elementwise/compare.pxi"
 include "ops/elementwise/float_functions.pxi"
 include "ops/elementwise/special.pxi"
+include "ops/reduction/order.pxi"        # sort, topk, kthvalue, median, quantile
+include "ops/reduction/scans.pxi"        # cummax, cummin, logcumsumexp
+include "ops/reduction/moments.pxi"      # var_mean, std_mean, aminmax, nansum, nanmean
+include "ops/linalg/cdist.pxi"
 
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"

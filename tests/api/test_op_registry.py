@@ -32,6 +32,7 @@ NO_TABLE_ROW = {
     "logical_xor": "logic: no gradient", "logical_not": "logic: no gradient",
     "all": "logic: no gradient", "any": "logic: no gradient",
     "argmax": "indices: no gradient", "argmin": "indices: no gradient",
+    "argsort": "indices: no gradient (tests/ops/test_order.py checks them against sort's)",
     **{step: "a step function: zero gradient (tests/ops/test_elementwise.py)"
        for step in ("sign", "floor", "ceil", "trunc", "round")},
     "linalg.matrix_rank": "an int64 count: no gradient; tests/ops/test_linalg_more.py tests it",
@@ -128,6 +129,8 @@ SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
     "unsqueeze": (0,), "cumsum": (0,), "cumprod": (0,), "softmax": (0,), "log_softmax": (0,),
     "logsumexp": (0,), "where": ("mask", "x"), "cat": (), "stack": (),
     "fmod": ("ones",), "remainder": ("ones",),     # x holds a 0: an integer divisor of 0 raises
+    "topk": (1,), "kthvalue": (1,), "quantile": (0.5,), "nanquantile": (0.5,), "cummax": (0,),
+    "cummin": (0,), "logcumsumexp": (0,), "cdist": ("x",),
 }
 
 

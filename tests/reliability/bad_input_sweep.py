@@ -120,6 +120,7 @@ FILLERS_BY_PARAM = {
     "on": const(True), "mode": const(True), "pack_hook": const(lambda t: t),
     "unpack_hook": const(lambda t: t), "error_message": const("no saved tensors here"),
     "sample_inputs": lambda: [(mat(),)], "function": const(elementwise),
+    "k": const(1), "q": const(0.5), "x1": mat, "x2": mat,
 }
 
 class Call:
