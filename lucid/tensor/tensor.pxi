@@ -338,6 +338,10 @@ cdef class Tensor:
         """self ** exponent, broadcasting (lucid.pow)."""
         return pow(self, exponent)
 
+    def where(self, condition, other):
+        """self where condition holds, else other (lucid.where(condition, self, other))."""
+        return where(condition, self, other)
+
     def split(self, split_size, dim=0):
         """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
         return split(self, split_size, dim)

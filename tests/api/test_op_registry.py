@@ -32,6 +32,8 @@ NO_TABLE_ROW = {
     "logical_xor": "logic: no gradient", "logical_not": "logic: no gradient",
     "all": "logic: no gradient", "any": "logic: no gradient",
     "argmax": "indices: no gradient", "argmin": "indices: no gradient",
+    "numel": "returns a Python int: no gradient; tests/ops/test_views.py test it",
+    "is_tensor": "returns a Python bool: no gradient; tests/ops/test_views.py test it",
     **{step: "a step function: zero gradient (tests/ops/test_elementwise.py)"
        for step in ("sign", "floor", "ceil", "trunc", "round")},
 }
@@ -79,6 +81,11 @@ def test_a_registered_op_is_a_method_as_its_record_says(name):
         assert getattr(raw, "__func__", None) is not op.function
     else:
         assert raw is None, f"Tensor.{method} exists though {name} says it is not a method"
+    form = vars(lucid.Tensor).get(method + "_")
+    if op.inplace != "none":            # Note [In-place forms]: name_ made from the op
+        assert form.__func__.function is op.function
+    else:
+        assert not hasattr(getattr(form, "__func__", None), "function"), method + "_"
 
 
 def test_registering_twice_or_with_unknown_words_is_refused():
@@ -91,6 +98,8 @@ def test_registering_twice_or_with_unknown_words_is_refused():
         core.define_op(lucid.exp, core.POINTWISE, "floaty", name="exp_again")
     with pytest.raises(ValueError, match="method kind"):
         core.define_op(lucid.exp, core.POINTWISE, core.FLOAT, method="maybe", name="exp_again")
+    with pytest.raises(ValueError, match="in-place kind"):
+        core.define_op(lucid.exp, core.POINTWISE, core.FLOAT, name="exp_again", inplace="yes")
     assert len(core.registered_ops()) == before
     assert not hasattr(lucid.Tensor, "exp_again")
 
@@ -124,6 +133,9 @@ SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
     "view": ((4,),), "expand": ((2, 2, 2),), "permute": ((1, 0),), "transpose": (0, 1),
     "unsqueeze": (0,), "cumsum": (0,), "cumprod": (0,), "softmax": (0,), "log_softmax": (0,),
     "logsumexp": (0,), "where": ("mask", "x"), "cat": (), "stack": (),
+    "clamp_min": (0,), "clamp_max": (1,), "select": (0, 1), "swapaxes": (0, 1),
+    "swapdims": (0, 1), "broadcast_to": ((2, 2, 2),), "unflatten": (0, (2, 1)),
+    "split_with_sizes": ((1, 1),), "as_strided": ((2,), (1,)),
 }
 
 
@@ -141,6 +153,8 @@ def sample_call(op, dtype):
         return op.function([x, x])
     if op.name == "where":
         return op.function(fillers["mask"], x, x)
+    if op.name == "meshgrid":
+        return op.function(x[0], x[1], indexing="ij")
     extra = [fillers.get(a, a) if isinstance(a, str) else a for a in SAMPLE_ARGS.get(op.name, ())]
     args = [x, *extra]
     if op.name not in SAMPLE_ARGS and len(required_operands(op)) == 2:

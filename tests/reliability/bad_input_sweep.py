@@ -120,6 +120,8 @@ FILLERS_BY_PARAM = {
     "on": const(True), "mode": const(True), "pack_hook": const(lambda t: t),
     "unpack_hook": const(lambda t: t), "error_message": const("no saved tensors here"),
     "sample_inputs": lambda: [(mat(),)], "function": const(elementwise),
+    "min": const(0.0), "max": const(1.0), "stride": const((1,)), "split_sizes": const((1, 1)),
+    "axis0": const(0), "axis1": const(1), "sizes": const((2, 1)),
 }
 
 class Call:

@@ -5,7 +5,8 @@ shapes, cat/stack, indexing) followed by the rows of the family modules, each a 
 tests/support/op_rows_elementwise.py (API.md section 8's elementwise ops), op_rows_statistics.py (prod,
 var/std, norm, logsumexp, softmax, cumsum/cumprod), op_rows_indexing.py (gather/scatter, masks,
 split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum), op_rows_linalg.py
-(lucid.linalg, mm/bmm/dot/outer) and op_rows_inplace.py (the in-place ops, each writing into a
+(lucid.linalg, mm/bmm/dot/outer), op_rows_shape2.py (select, t, swapaxes, broadcast_to,
+meshgrid, unflatten, as_strided, ...) and op_rows_inplace.py (the in-place ops, each writing into a
 copy of its first input). What a row is, its traits, the input domains and the builders
 are in tests/support/op_spec.py (re-exported here).
 
@@ -36,6 +37,7 @@ from . import op_rows_elementwise
 from . import op_rows_indexing
 from . import op_rows_inplace
 from . import op_rows_linalg
+from . import op_rows_shape2
 from . import op_rows_statistics
 from .op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, HI, LEAF_DOMAINS,  # noqa: F401
                      LO, M23, M34, NONZERO, POS, R3, REDUCTION, SMALL, SPD, UNARY_SHAPES, WELL,
@@ -403,7 +405,7 @@ op("index_1d_int_to_0d", lambda x: x[3], lambda a: a[3], (((5,),),), (ANY,))
 
 
 OPS = [*CORE, *op_rows_elementwise.ROWS, *op_rows_statistics.ROWS, *op_rows_indexing.ROWS,
-       *op_rows_linalg.ROWS, *op_rows_inplace.ROWS]
+       *op_rows_linalg.ROWS, *op_rows_inplace.ROWS, *op_rows_shape2.ROWS]
 
 
 def _shape_id(shapes):
