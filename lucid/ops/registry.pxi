@@ -10,6 +10,18 @@
 # tests/api/test_op_registry.py checks the rest against it: every op has its stubs, a test row
 # or a stated reason, a dtype behaviour that matches its record, a place in the bad-input sweep.
 # Registration runs at import, once per op: nothing here is on a hot path.
+#
+# Note [Op keywords]: PyTorch's arg parser takes `axis=` for `dim=` and `keepdims=` for `keepdim=`
+# on every op that has them, and `out=` on most functions. A registration gives the op those
+# spellings by forwarding its vectorcall entry (ops/op_keywords.h): a call without keywords, or
+# naming none of the three, goes straight on to the op's own entry (one test, one jump; the
+# operators, e.g. `x + y`, never come here), while a call naming one is renamed (`axis` -> `dim`
+# when the op's signature has `dim`; both given: TypeError) or refused (`out=`: a TypeError naming
+# the op). Tensor methods of kind "function" are the function, so `x.sum(axis=0)` is covered too.
+#
+# An op registered with an in-place kind also gets the method `name_` (inplace_forms.pxi, Note
+# [In-place forms]): "values" writes name(x, ...) into x's memory (exp_, clamp_, masked_fill_),
+# "view" makes x the view name(x, ...) (t_, unsqueeze_, squeeze_).
 
 # batching-rule families (what a vmap rule does with an input batched at dim 0)
 BATCHING_FAMILIES = {
@@ -48,6 +60,18 @@ METHOD_KINDS = {
     "none": "not a Tensor method (cat, stack, where, ...)",
 }
 
+# the in-place method `name_` an op has (Note [In-place forms], ops/elementwise/inplace_forms.pxi)
+INPLACE_KINDS = {
+    "none": "no in-place form (or one of its own: add_, mul_, copy_, ...)",
+    "values": "t.name_(...) writes lucid.name(t, ...) into t's memory and returns t",
+    "view": "t.name_(...) makes t the view lucid.name(t, ...) of its memory and returns t",
+}
+IN_PLACE = "values"
+IN_PLACE_VIEW = "view"
+
+cdef extern from "ops/op_keywords.h":
+    int lucid_keywords_install(object function, object record) except -1
+
 
 @cython.final
 cdef class OpRecord:
@@ -58,33 +82,55 @@ cdef class OpRecord:
     cdef readonly str dtypes                # a key of DTYPE_KINDS
     cdef readonly str method                # a key of METHOD_KINDS
     cdef readonly str module                # the extension module that defines it
+    cdef readonly str inplace               # a key of INPLACE_KINDS
+    cdef readonly bint keywords             # takes axis= / keepdims= / refuses out= (Note [Op keywords])
 
     def __repr__(self):
         return (f"OpRecord({self.name!r}, batching={self.batching!r}, dtypes={self.dtypes!r}, "
-                f"method={self.method!r})")
+                f"method={self.method!r}, inplace={self.inplace!r})")
 
 
 cdef list OP_REGISTRY = []                  # OpRecords, in registration order
 cdef dict OP_NAMES = {}                     # name -> OpRecord (refuses a second registration)
 
 
-def define_op(function, str batching, str dtypes, str method="function", str name=None):
+cdef tuple parameter_names(object function):
+    """The names of function's parameters (from its code object, else its signature)."""
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        return tuple(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    import inspect
+    return tuple(inspect.signature(function).parameters)
+
+
+def define_op(function, str batching, str dtypes, str method="function", str name=None,
+              str inplace="none"):
     """Register function as the op `name` (its own __name__ when None); a method of kind
-    "function" is installed on Tensor. Returns the function."""
+    "function" is installed on Tensor, an in-place kind installs `name_` too, and the op takes
+    PyTorch's keyword spellings (Note [Op keywords]). Returns the function."""
     if batching not in BATCHING_FAMILIES:
         raise ValueError(f"define_op: unknown batching family {batching!r}")
     if dtypes not in DTYPE_KINDS:
         raise ValueError(f"define_op: unknown dtype kind {dtypes!r}")
     if method not in METHOD_KINDS:
         raise ValueError(f"define_op: unknown method kind {method!r}")
+    if inplace not in INPLACE_KINDS:
+        raise ValueError(f"define_op: unknown in-place kind {inplace!r}")
     cdef OpRecord op = OpRecord.__new__(OpRecord)
     op.name = function.__name__ if name is None else name
     if op.name in OP_NAMES:
         raise ValueError(f"define_op: {op.name!r} is registered twice")
     op.function, op.batching, op.dtypes, op.method = function, batching, dtypes, method
     op.module = getattr(function, "__module__", None) or "lucid._core"
+    op.inplace = inplace
+    cdef str short = op.name.rpartition(".")[2]
+    cdef tuple params = parameter_names(function)
+    op.keywords = lucid_keywords_install(
+        function, (op.name, "dim" in params, "keepdim" in params, "out" in params)) == 1
     if method == "function":             # named as the op: lucid.linalg.det -> Tensor.det
-        install_methods(Tensor, {op.name.rpartition(".")[2]: function})
+        install_methods(Tensor, {short: function})
+    if inplace != "none":
+        install_methods(Tensor, {short + "_": inplace_form(function, short, inplace == "view")})
     OP_REGISTRY.append(op)
     OP_NAMES[op.name] = op
     return function

@@ -342,6 +342,10 @@ cdef class Tensor:
         """The n-th derivative of digamma at self (lucid.polygamma(n, self))."""
         return polygamma(n, self)
 
+    def where(self, condition, other):
+        """self where condition holds, else other (lucid.where(condition, self, other))."""
+        return where(condition, self, other)
+
     def split(self, split_size, dim=0):
         """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
         return split(self, split_size, dim)

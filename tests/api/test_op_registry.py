@@ -33,6 +33,8 @@ NO_TABLE_ROW = {
     "all": "logic: no gradient", "any": "logic: no gradient",
     "argmax": "indices: no gradient", "argmin": "indices: no gradient",
     "argsort": "indices: no gradient (tests/ops/test_order.py checks them against sort's)",
+    "numel": "returns a Python int: no gradient; tests/ops/test_views.py test it",
+    "is_tensor": "returns a Python bool: no gradient; tests/ops/test_views.py test it",
     **{step: "a step function: zero gradient (tests/ops/test_elementwise.py)"
        for step in ("sign", "floor", "ceil", "trunc", "round")},
     "linalg.matrix_rank": "an int64 count: no gradient; tests/ops/test_linalg_more.py tests it",
@@ -83,6 +85,11 @@ def test_a_registered_op_is_a_method_as_its_record_says(name):
         assert getattr(raw, "__func__", None) is not op.function
     else:
         assert raw is None, f"Tensor.{method} exists though {name} says it is not a method"
+    form = vars(lucid.Tensor).get(method + "_")
+    if op.inplace != "none":            # Note [In-place forms]: name_ made from the op
+        assert form.__func__.function is op.function
+    else:
+        assert not hasattr(getattr(form, "__func__", None), "function"), method + "_"
 
 
 def test_registering_twice_or_with_unknown_words_is_refused():
@@ -95,6 +102,8 @@ def test_registering_twice_or_with_unknown_words_is_refused():
         core.define_op(lucid.exp, core.POINTWISE, "floaty", name="exp_again")
     with pytest.raises(ValueError, match="method kind"):
         core.define_op(lucid.exp, core.POINTWISE, core.FLOAT, method="maybe", name="exp_again")
+    with pytest.raises(ValueError, match="in-place kind"):
+        core.define_op(lucid.exp, core.POINTWISE, core.FLOAT, name="exp_again", inplace="yes")
     assert len(core.registered_ops()) == before
     assert not hasattr(lucid.Tensor, "exp_again")
 
@@ -131,6 +140,9 @@ SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
     "fmod": ("ones",), "remainder": ("ones",),     # x holds a 0: an integer divisor of 0 raises
     "topk": (1,), "kthvalue": (1,), "quantile": (0.5,), "nanquantile": (0.5,), "cummax": (0,),
     "cummin": (0,), "logcumsumexp": (0,), "cdist": ("x",),
+    "clamp_min": (0,), "clamp_max": (1,), "select": (0, 1), "swapaxes": (0, 1),
+    "swapdims": (0, 1), "broadcast_to": ((2, 2, 2),), "unflatten": (0, (2, 1)),
+    "split_with_sizes": ((1, 1),), "as_strided": ((2,), (1,)),
 }
 
 
@@ -151,6 +163,8 @@ def sample_call(op, dtype):
         return op.function(fillers["mask"], x, x)
     if op.name == "polygamma":                # polygamma(n, input): the order comes first
         return op.function(1, x)
+    if op.name == "meshgrid":
+        return op.function(x[0], x[1], indexing="ij")
     extra = [fillers.get(a, a) if isinstance(a, str) else a for a in SAMPLE_ARGS.get(op.name, ())]
     args = [x, *extra]
     if op.name not in SAMPLE_ARGS and len(required_operands(op)) == 2:

@@ -121,6 +121,8 @@ FILLERS_BY_PARAM = {
     "unpack_hook": const(lambda t: t), "error_message": const("no saved tensors here"),
     "sample_inputs": lambda: [(mat(),)], "function": const(elementwise),
     "k": const(1), "q": const(0.5), "x1": mat, "x2": mat,
+    "min": const(0.0), "max": const(1.0), "stride": const((1,)), "split_sizes": const((1, 1)),
+    "axis0": const(0), "axis1": const(1), "sizes": const((2, 1)),
 }
 
 class Call:

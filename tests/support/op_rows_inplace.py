@@ -6,12 +6,15 @@ recorded, as it is on any intermediate value) and returns it; so every table-dri
 gradcheck, gradgradcheck, forward mode, float32, strided inputs) and the random programs of
 tests/reliability/test_property.py (plain, forward-over-reverse and reverse-over-forward) run through the
 in-place nodes. The binary rows have ``inplace`` set: the other input broadcasts to the first's
-shape, which is the result's. setitem has no expression form; its rows write
+shape, which is the result's. The in-place forms made from out-of-place ops
+(exp_, clamp_, masked_fill_, t_, unsqueeze_, ...: Note [In-place forms]) have rows too.
+setitem has no expression form; its rows write
 ``(lambda c: c.__setitem__(key, y) or c)(x.clone())``, which prints and runs as it is.
 """
 import numpy as np
 
-from .op_spec import ANY, NONZERO, UNARY_SHAPES, Rows
+import lucid
+from .op_spec import ANY, CLAMP, HI, LO, NONZERO, POS, UNARY_SHAPES, Rows
 
 ROWS = Rows()
 _row, _elementwise = ROWS.op, ROWS.elementwise
@@ -83,3 +86,48 @@ _row("setitem_slice", lambda x, y: (lambda c: c.__setitem__((slice(None), slice(
      _setitem_ref((slice(None), slice(1, None))), (((2, 3), (2, 2)), ((2, 3), (2,))), (ANY, ANY))
 _row("setitem_list", lambda x, y: (lambda c: c.__setitem__([2, 0], y) or c)(x.clone()),
      _setitem_ref([2, 0]), (((4,), (2,)), ((3, 2), (2, 2))), (ANY, ANY))
+
+# in-place forms made from the out-of-place ops (Note [In-place forms])
+_UNARY_FORMS = {"exp_": (np.exp, ANY), "log_": (np.log, POS), "sqrt_": (np.sqrt, POS),
+                "tanh_": (np.tanh, ANY), "sigmoid_": (lambda a: 1 / (1 + np.exp(-a)), ANY),
+                "relu_": (lambda a: np.maximum(a, 0.0), NONZERO), "neg_": (np.negative, ANY),
+                "abs_": (np.abs, NONZERO), "sin_": (np.sin, ANY), "cos_": (np.cos, ANY),
+                "reciprocal_": (np.reciprocal, NONZERO), "square_": (np.square, ANY)}
+for _name, (_ref, _domain) in _UNARY_FORMS.items():
+    _elementwise(_name, (lambda n: lambda x: getattr(x.clone(), n)())(_name), _ref, UNARY_SHAPES,
+                 (_domain,))
+_elementwise("clamp_", lambda x: x.clone().clamp_(LO, HI), lambda a: np.clip(a, LO, HI),
+             UNARY_SHAPES, (CLAMP,))
+_elementwise("clamp_min_", lambda x: x.clone().clamp_min_(LO), lambda a: np.maximum(a, LO),
+             UNARY_SHAPES, (CLAMP,))
+_elementwise("clamp_max_", lambda x: x.clone().clamp_max_(HI), lambda a: np.minimum(a, HI),
+             UNARY_SHAPES, (CLAMP,))
+_elementwise("pow_", lambda x, y: x.clone().pow_(y), _into(np.power), INTO_SHAPES, (POS, ANY),
+             inplace=True)
+_elementwise("pow_scalar_", lambda x: x.clone().pow_(3), lambda a: a ** 3, UNARY_SHAPES, (ANY,))
+_elementwise("exp_then_mul_", lambda x, y: x.clone().exp_().mul_(y).tanh_(),
+             _into(lambda a, b: np.tanh(np.exp(a) * b)), INTO_SHAPES, (ANY, ANY), inplace=True)
+_MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+_row("masked_fill_", lambda x, v: x.clone().masked_fill_(lucid.tensor(_MASK), v),
+     lambda a, v: np.where(_MASK, v, a), (((3, 4), ()),), (ANY, ANY))
+_S_IDX = np.array([[0, 0, 2, 1], [2, 0, 2, 2]])
+
+
+def _scatter_add_ref(a, s):
+    out = a.copy()
+    np.add.at(out, (_S_IDX, np.arange(4)[None, :]), s)
+    return out
+
+
+_row("scatter_add_", lambda x, s: x.clone().scatter_add_(0, lucid.tensor(_S_IDX), s),
+     _scatter_add_ref, (((3, 4), (2, 4)),), (ANY, ANY), same_dtype=True)
+# the view forms: the tensor becomes a view of its own memory
+_row("t_", lambda x: x.clone().t_(), lambda a: a.T, (((3, 4),), ((4,),)), (ANY,))
+_row("unsqueeze_", lambda x: x.clone().unsqueeze_(1), lambda a: np.expand_dims(a, 1),
+     (((3, 4),), ((2,),)), (ANY,))
+_row("squeeze_", lambda x: x.clone().squeeze_(), lambda a: np.squeeze(a),
+     (((3, 1, 4),), ((1,),)), (ANY,))
+_row("transpose_", lambda x: x.clone().transpose_(0, 2), lambda a: np.swapaxes(a, 0, 2),
+     (((2, 3, 4),),), (ANY,))
+_row("swapdims_then_exp_", lambda x: x.clone().swapdims_(0, 1).exp_(), lambda a: np.exp(a.T),
+     (((2, 3),),), (ANY,))

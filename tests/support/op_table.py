@@ -7,7 +7,8 @@ var/std, norm, logsumexp, softmax, cumsum/cumprod), op_rows_indexing.py (gather/
 split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum), op_rows_linalg.py
 (lucid.linalg, mm/bmm/dot/outer), op_rows_linalg2.py (svd, lstsq, pinv, matrix_exp, lu, the norms,
 cross, multi_dot), op_rows_special.py (log2 ... remainder, lgamma digamma polygamma erfinv, ...),
-op_rows_order.py (sort/topk/median/quantile, cummax/logcumsumexp, var_mean/aminmax/nansum,
+op_rows_shape2.py (select, t, swapaxes, broadcast_to,
+meshgrid, unflatten, as_strided, ...), op_rows_order.py (sort/topk/median/quantile, cummax/logcumsumexp, var_mean/aminmax/nansum,
 cdist) and op_rows_inplace.py (the in-place ops, each writing into a
 copy of its first input). What a row is, its traits, the input domains and the builders
 are in tests/support/op_spec.py (re-exported here).
@@ -42,6 +43,7 @@ from . import op_rows_linalg
 from . import op_rows_linalg2
 from . import op_rows_special
 from . import op_rows_order
+from . import op_rows_shape2
 from . import op_rows_statistics
 from .op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, HI, LEAF_DOMAINS,  # noqa: F401
                      LO, M23, M34, NONZERO, POS, R3, REDUCTION, SMALL, SPD, UNARY_SHAPES, WELL,
@@ -410,7 +412,7 @@ op("index_1d_int_to_0d", lambda x: x[3], lambda a: a[3], (((5,),),), (ANY,))
 
 OPS = [*CORE, *op_rows_elementwise.ROWS, *op_rows_statistics.ROWS, *op_rows_indexing.ROWS,
        *op_rows_linalg.ROWS, *op_rows_linalg2.ROWS, *op_rows_inplace.ROWS, *op_rows_special.ROWS,
-       *op_rows_order.ROWS]
+       *op_rows_order.ROWS, *op_rows_shape2.ROWS]
 
 
 def _shape_id(shapes):

@@ -427,15 +427,41 @@ cdef Tensor binary_op(int op, object x, object y):
 
 
 cpdef Tensor add(object x, object y):
-    """x + y, broadcasting."""
+    """x + y, broadcasting (the C API's add; lucid.add is add_alpha)."""
     return binary_op(OP_ADD, x, y)
-define_op(add, POINTWISE, ANY)
 
 
 cpdef Tensor sub(object x, object y):
-    """x - y, broadcasting."""
+    """x - y, broadcasting (the C API's sub; lucid.sub is sub_alpha)."""
     return binary_op(OP_SUB, x, y)
-define_op(sub, POINTWISE, NUMERIC)
+
+
+cdef Tensor scaled_by(object alpha, object input, object other, str name):
+    """alpha * other, refusing a float alpha with integer operands (PyTorch's rule)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: alpha must be a number, not {type(alpha).__name__}")
+    cdef Tensor y = operand(other, name)
+    if isinstance(alpha, (float, np.floating)) and \
+            not is_float_dtype(result_dtype(operand(input, name), y)):
+        raise RuntimeError(f"{name}: for integral input tensors, argument alpha must not be a "
+                           "floating point number")
+    return mul(y, alpha)
+
+
+def add_alpha(input, other, *, alpha=1):
+    """input + alpha * other, broadcasting (alpha=1: input + other, the operator's path)."""
+    if alpha is 1:
+        return binary_op(OP_ADD, input, other)
+    return binary_op(OP_ADD, input, scaled_by(alpha, input, other, "add"))
+define_op(add_alpha, POINTWISE, ANY, name="add")
+
+
+def sub_alpha(input, other, *, alpha=1):
+    """input - alpha * other, broadcasting (alpha=1: input - other, the operator's path)."""
+    if alpha is 1:
+        return binary_op(OP_SUB, input, other)
+    return binary_op(OP_SUB, input, scaled_by(alpha, input, other, "sub"))
+define_op(sub_alpha, POINTWISE, NUMERIC, name="sub")
 
 
 cpdef Tensor mul(object x, object y):
@@ -453,7 +479,7 @@ define_op(div, POINTWISE, FLOAT)
 cpdef Tensor pow(object x, object y):
     """x ** y, broadcasting."""
     return binary_op(OP_POW, x, y)
-define_op(pow, POINTWISE, NUMERIC, method="own")
+define_op(pow, POINTWISE, NUMERIC, method="own", inplace=IN_PLACE)
 
 
 cdef class NegBackward(Node):
@@ -473,7 +499,7 @@ cpdef Tensor neg(object x):
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(NegBackward.__new__(NegBackward), a, None), 0)
     return out
-define_op(neg, POINTWISE, NUMERIC)
+define_op(neg, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 cdef object compare(Tensor self, object other, int op):

@@ -63,7 +63,7 @@ cpdef Tensor atan2(object input, object other):
     """The angle of the point (other, input): arctan(input/other) in the right quadrant."""
     return float_binary(input, other, "atan2", np.arctan2, Atan2Backward, atan2_rule_x,
                         atan2_rule_y)
-define_op(atan2, POINTWISE, FLOAT)
+define_op(atan2, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor logaddexp_rule_x(Tensor g, Tensor x, Tensor y):

@@ -84,8 +84,8 @@ cdef object readonly_error(str op, Tensor self):
         return RuntimeError(f"{op}: this tensor's memory is read-only (it comes from a read-only "
                             "NumPy array, e.g. np.frombuffer or an array with writeable=False); "
                             "copy it first: lucid.tensor(array) or t.clone()")
-    return RuntimeError(f"{op}: this tensor is a read-only view (from expand); clone() it "
-                        "before writing")
+    return RuntimeError(f"{op}: this tensor is a read-only view (from expand, or an as_strided "
+                        "whose elements overlap); clone() it before writing")
 
 
 cdef str OP_SYMBOLS = "+-*/"

@@ -25,7 +25,7 @@ cpdef Tensor log1p(object x):
     """log(1 + x), accurate for x near 0."""
     return float_unary(x, "log1p", np.log1p, Log1pBackward.__new__(Log1pBackward), False,
                        log1p_rule)
-define_op(log1p, POINTWISE, FLOAT)
+define_op(log1p, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor expm1_rule(Tensor g, Tensor x, Tensor y):
@@ -41,7 +41,7 @@ cpdef Tensor expm1(object x):
     """exp(x) - 1, accurate for x near 0."""
     return float_unary(x, "expm1", np.expm1, Expm1Backward.__new__(Expm1Backward), True,
                        expm1_rule)
-define_op(expm1, POINTWISE, FLOAT)
+define_op(expm1, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- square, rsqrt, reciprocal -----------------------------------------------------------------
@@ -62,7 +62,7 @@ cpdef Tensor square(object x):
         raise TypeError("square: not supported for bool tensors; convert with .int() or .float()")
     return record_rule(wrap(as_array(np.square(a.data))), a, SquareBackward.__new__(SquareBackward),
                        False, square_rule)
-define_op(square, POINTWISE, NUMERIC)
+define_op(square, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 cdef Tensor rsqrt_rule(Tensor g, Tensor x, Tensor y):
@@ -85,7 +85,7 @@ cpdef Tensor rsqrt(object x):
     """1 / sqrt(x)."""
     return float_unary(x, "rsqrt", _rsqrt_kernel, RsqrtBackward.__new__(RsqrtBackward), True,
                        rsqrt_rule)
-define_op(rsqrt, POINTWISE, FLOAT)
+define_op(rsqrt, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor reciprocal_rule(Tensor g, Tensor x, Tensor y):
@@ -106,7 +106,7 @@ cpdef Tensor reciprocal(object x):
     """1 / x."""
     return float_unary(x, "reciprocal", _reciprocal_kernel,
                        ReciprocalBackward.__new__(ReciprocalBackward), True, reciprocal_rule)
-define_op(reciprocal, POINTWISE, FLOAT)
+define_op(reciprocal, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- trigonometric and hyperbolic --------------------------------------------------------------
@@ -123,7 +123,7 @@ cdef class TanBackward(RuleBackward):
 cpdef Tensor tan(object x):
     """Tangent of x."""
     return float_unary(x, "tan", np.tan, TanBackward.__new__(TanBackward), True, tan_rule)
-define_op(tan, POINTWISE, FLOAT)
+define_op(tan, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor asin_rule(Tensor g, Tensor x, Tensor y):
@@ -138,7 +138,7 @@ cdef class AsinBackward(RuleBackward):
 cpdef Tensor asin(object x):
     """Arcsine of x (NaN outside [-1, 1])."""
     return float_unary(x, "asin", np.arcsin, AsinBackward.__new__(AsinBackward), False, asin_rule)
-define_op(asin, POINTWISE, FLOAT)
+define_op(asin, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor acos_rule(Tensor g, Tensor x, Tensor y):
@@ -153,7 +153,7 @@ cdef class AcosBackward(RuleBackward):
 cpdef Tensor acos(object x):
     """Arccosine of x (NaN outside [-1, 1])."""
     return float_unary(x, "acos", np.arccos, AcosBackward.__new__(AcosBackward), False, acos_rule)
-define_op(acos, POINTWISE, FLOAT)
+define_op(acos, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor atan_rule(Tensor g, Tensor x, Tensor y):
@@ -168,7 +168,7 @@ cdef class AtanBackward(RuleBackward):
 cpdef Tensor atan(object x):
     """Arctangent of x."""
     return float_unary(x, "atan", np.arctan, AtanBackward.__new__(AtanBackward), False, atan_rule)
-define_op(atan, POINTWISE, FLOAT)
+define_op(atan, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor sinh_rule(Tensor g, Tensor x, Tensor y):
@@ -183,7 +183,7 @@ cdef class SinhBackward(RuleBackward):
 cpdef Tensor sinh(object x):
     """Hyperbolic sine of x."""
     return float_unary(x, "sinh", np.sinh, SinhBackward.__new__(SinhBackward), False, sinh_rule)
-define_op(sinh, POINTWISE, FLOAT)
+define_op(sinh, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor cosh_rule(Tensor g, Tensor x, Tensor y):
@@ -198,7 +198,7 @@ cdef class CoshBackward(RuleBackward):
 cpdef Tensor cosh(object x):
     """Hyperbolic cosine of x."""
     return float_unary(x, "cosh", np.cosh, CoshBackward.__new__(CoshBackward), False, cosh_rule)
-define_op(cosh, POINTWISE, FLOAT)
+define_op(cosh, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- erf: the C library's erf (the function math.erf calls), in a typed loop --------------------
@@ -229,7 +229,7 @@ cdef class ErfBackward(RuleBackward):
 cpdef Tensor erf(object x):
     """The error function 2/sqrt(pi) * integral_0^x exp(-t*t) dt."""
     return float_unary(x, "erf", _erf_kernel, ErfBackward.__new__(ErfBackward), False, erf_rule)
-define_op(erf, POINTWISE, FLOAT)
+define_op(erf, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- step functions: sign floor ceil round trunc (flat almost everywhere: zero gradient) --------
@@ -286,25 +286,25 @@ def _sign_kernel(arr):
 cpdef Tensor sign(object x):
     """-1, 0 or 1 by the sign of x (0 for NaN, like PyTorch); its gradient is zero."""
     return step_op(x, "sign", _sign_kernel, np.sign)
-define_op(sign, POINTWISE, ANY)
+define_op(sign, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor floor(object x):
     """The largest integer <= x (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "floor", np.floor, None)
-define_op(floor, POINTWISE, ANY)
+define_op(floor, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor ceil(object x):
     """The smallest integer >= x (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "ceil", np.ceil, None)
-define_op(ceil, POINTWISE, ANY)
+define_op(ceil, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor trunc(object x):
     """x rounded toward zero (integer tensors unchanged); its gradient is zero."""
     return step_op(x, "trunc", np.trunc, None)
-define_op(trunc, POINTWISE, ANY)
+define_op(trunc, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 def round(input, *, decimals=0):
@@ -315,4 +315,4 @@ def round(input, *, decimals=0):
         return step_op(input, "round", np.round, None)
     kernel = lambda arr: np.round(arr, decimals)
     return step_op(input, "round", kernel, kernel if decimals < 0 else None)
-define_op(round, POINTWISE, ANY)
+define_op(round, POINTWISE, ANY, inplace=IN_PLACE)

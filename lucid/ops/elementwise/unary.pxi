@@ -147,7 +147,7 @@ cpdef Tensor exp(object x):
     cdef Tensor a = operand(x, "exp")
     cdef object arr = fast_unary(U_EXP, np.exp, a.data) if is_fast(a.data) else unary_kernel(np.exp, a)
     return record_rule(wrap(arr), a, ExpBackward.__new__(ExpBackward), True, exp_rule)
-define_op(exp, POINTWISE, FLOAT)
+define_op(exp, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor log(object x):
@@ -155,7 +155,7 @@ cpdef Tensor log(object x):
     cdef Tensor a = operand(x, "log")
     cdef object arr = fast_unary(U_LOG, np.log, a.data) if is_fast(a.data) else unary_kernel(np.log, a)
     return record_rule(wrap(arr), a, LogBackward.__new__(LogBackward), False, log_rule)
-define_op(log, POINTWISE, FLOAT)
+define_op(log, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor tanh(object x):
@@ -164,7 +164,7 @@ cpdef Tensor tanh(object x):
     cdef object arr = fast_unary(U_TANH, np.tanh, a.data) if is_fast(a.data) else \
         unary_kernel(np.tanh, a)
     return record_unary(wrap(arr), a, TanhBackward.__new__(TanhBackward), True, tanh_rule)
-define_op(tanh, POINTWISE, FLOAT)
+define_op(tanh, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor relu(object x):
@@ -172,7 +172,7 @@ cpdef Tensor relu(object x):
     cdef Tensor a = operand(x, "relu")
     cdef Tensor out = wrap(as_array(np.maximum(a.data, 0).astype(a.data.dtype, copy=False)))
     return record_rule(out, a, ReluBackward.__new__(ReluBackward), True, relu_rule)
-define_op(relu, POINTWISE, ANY)
+define_op(relu, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cdef class SqrtBackward(RuleBackward):
@@ -222,7 +222,7 @@ cpdef Tensor sqrt(object x):
     cdef Tensor a = operand(x, "sqrt")
     return record_rule(wrap(unary_kernel(np.sqrt, a)), a, SqrtBackward.__new__(SqrtBackward), True,
                         sqrt_rule)
-define_op(sqrt, POINTWISE, FLOAT)
+define_op(sqrt, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor abs(object x):
@@ -230,7 +230,7 @@ cpdef Tensor abs(object x):
     cdef Tensor a = operand(x, "abs")
     return record_rule(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
                         abs_rule)
-define_op(abs, POINTWISE, ANY)
+define_op(abs, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor sin(object x):
@@ -238,7 +238,7 @@ cpdef Tensor sin(object x):
     cdef Tensor a = operand(x, "sin")
     return record_rule(wrap(unary_kernel(np.sin, a)), a, SinBackward.__new__(SinBackward), False,
                         sin_rule)
-define_op(sin, POINTWISE, FLOAT)
+define_op(sin, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor cos(object x):
@@ -246,7 +246,7 @@ cpdef Tensor cos(object x):
     cdef Tensor a = operand(x, "cos")
     return record_rule(wrap(unary_kernel(np.cos, a)), a, CosBackward.__new__(CosBackward), False,
                         cos_rule)
-define_op(cos, POINTWISE, FLOAT)
+define_op(cos, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cpdef Tensor sigmoid(object x):
@@ -259,7 +259,7 @@ cpdef Tensor sigmoid(object x):
     np.reciprocal(arr, out=arr)
     return record_unary(wrap(arr), a, SigmoidBackward.__new__(SigmoidBackward), True,
                         sigmoid_rule)
-define_op(sigmoid, POINTWISE, FLOAT)
+define_op(sigmoid, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 def clamp(input, min=None, max=None):
@@ -290,7 +290,23 @@ def clamp(input, min=None, max=None):
     attach_output(out, node, 0)
     node.saved_x = save_tensor(a, node, False)
     return out
-define_op(clamp, POINTWISE, ANY)
+define_op(clamp, POINTWISE, ANY, inplace=IN_PLACE)
+
+
+def clamp_min(input, min):
+    """input limited from below by min (a number: clamp(input, min=min); a tensor: maximum)."""
+    if isinstance(min, Tensor):
+        return maximum(input, min)
+    return clamp(input, min, None)
+define_op(clamp_min, POINTWISE, ANY, inplace=IN_PLACE)
+
+
+def clamp_max(input, max):
+    """input limited from above by max (a number: clamp(input, max=max); a tensor: minimum)."""
+    if isinstance(max, Tensor):
+        return minimum(input, max)
+    return clamp(input, None, max)
+define_op(clamp_max, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 # -- fused backward kernels: each is an op, so a recorded backward differentiates it ------------

@@ -165,7 +165,7 @@ def scatter_add(input, dim, index, src):
         node.src_part = src_part
         attach_output(out, node, 0)
     return out
-define_op(scatter_add, CUSTOM, ANY)
+define_op(scatter_add, CUSTOM, ANY, inplace=IN_PLACE)
 
 
 # -- index_select --------------------------------------------------------------------------------
@@ -323,4 +323,4 @@ def masked_fill(input, mask, value):
         node.v_dtype = descr(t.data if v is None else v.data)
         attach_output(out, node, 0)
     return out
-define_op(masked_fill, POINTWISE, ANY)
+define_op(masked_fill, POINTWISE, ANY, inplace=IN_PLACE)

@@ -100,7 +100,7 @@ cpdef Tensor transpose(a, object dim0, object dim1):
         node.dim1 = d1
         attach_output(out, node, 0)
     return out
-define_op(transpose, DIMS, ANY)
+define_op(transpose, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
 cdef class ExpandBackward(Node):
@@ -251,7 +251,7 @@ def squeeze(input, dim=None):
         axes = tuple(d for d in (normalize_dim(x, nd, "squeeze") for x in dims)
                      if nd > 0 and t.data.shape[d] == 1)
     return view_as_shape(t, np.squeeze(t.data, axis=axes) if axes else t.data.view())
-define_op(squeeze, DIMS, ANY)
+define_op(squeeze, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
 def unsqueeze(input, dim):
@@ -259,7 +259,7 @@ def unsqueeze(input, dim):
     cdef Tensor t = tensor_arg(input, "unsqueeze", "input")
     cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data) + 1, "unsqueeze")
     return view_as_shape(t, np.expand_dims(t.data, d))
-define_op(unsqueeze, DIMS, ANY)
+define_op(unsqueeze, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
