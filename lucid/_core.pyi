@@ -3,6 +3,7 @@
 # (tests/api/test_typing.py); the names this file leaves out are listed, with the reason, in
 # tests/api/typing/stubtest_allowlist.txt.
 import builtins
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, SupportsIndex, final, overload
 
@@ -89,6 +90,8 @@ class InplaceForm:
     def __name__(self) -> str: ...
     @property
     def __qualname__(self) -> str: ...
+    @property
+    def __signature__(self) -> inspect.Signature: ...
     def __call__(self, target: Tensor, *args: Any, **kwargs: Any) -> Tensor: ...
 
 def define_op(function: Callable[..., Any], batching: str, dtypes: str, method: str = "function",

@@ -128,10 +128,10 @@ static vectorcallfunc lucid_kw_forwarders[LUCID_KW_SLOTS] = {
 static PyTypeObject lucid_OpFunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "builtin_function_or_method",
-    .tp_doc = "A lucid op (a builtin function that takes PyTorch's keyword spellings).",
 };
 
 static int lucid_kw_retype(PyObject* f) {
+    PyObject* doc;
     if (!Py_IS_TYPE(f, &PyCFunction_Type))
         return 0;
     if (lucid_OpFunctionType.tp_base == NULL) {
@@ -153,6 +153,15 @@ static int lucid_kw_retype(PyObject* f) {
             lucid_OpFunctionType.tp_base = NULL;
             return -1;
         }
+        /* PyType_Ready put a plain __doc__ (None) in the new type's dict, which would hide the
+           base's __doc__ descriptor: every op's docstring. Put the descriptor back. */
+        doc = PyDict_GetItemString(PyCFunction_Type.tp_dict, "__doc__");   /* borrowed */
+        if (doc == NULL || PyDict_SetItemString(lucid_OpFunctionType.tp_dict, "__doc__", doc) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "builtin functions have no __doc__");
+            return -1;
+        }
+        PyType_Modified(&lucid_OpFunctionType);
     }
     Py_SET_TYPE(f, &lucid_OpFunctionType);
     return 0;

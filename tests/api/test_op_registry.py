@@ -70,6 +70,7 @@ def test_a_registered_op_is_its_public_name(name):
     assert op.batching in core.BATCHING_FAMILIES
     assert op.dtypes in core.DTYPE_KINDS
     assert op.function.__doc__, f"{name} has no docstring"
+    assert op.function.__doc__ != type(op.function).__doc__, f"{name} shows its type's docstring"
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))

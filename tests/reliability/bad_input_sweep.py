@@ -183,6 +183,13 @@ CALLS = {
     "lucid.utils.checkpoint.checkpoint": Call(lambda: [elementwise, grad_mat()]),
     "lucid.utils.checkpoint.checkpoint_sequential":
         Call(lambda: [[elementwise, elementwise], 1, grad_mat()]),
+    "lucid.select": Call(lambda: [mat(), 0, 1]),
+    "lucid.broadcast_to": Call(lambda: [mat(), (3, 2, 2)]),
+    "lucid.meshgrid": Call(lambda: [vec(), vec()], kwargs=lambda: {"indexing": "ij"}),
+    "Tensor.select": Call(lambda: [0, 1]),
+    "Tensor.broadcast_to": Call(lambda: [(3, 2, 2)]),
+    "Tensor.clamp_": Call(lambda: [0.0]),
+    "Tensor.scatter_add_": Call(lambda: [0, index2(), mat()]),
     "Tensor.bmm": Call(lambda: [batch()], on=batch),
     "Tensor.dot": Call(lambda: [vec()], on=vec),
     "Tensor.outer": Call(lambda: [vec()], on=vec),

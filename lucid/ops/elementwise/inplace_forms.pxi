@@ -71,6 +71,9 @@ cdef Tensor view_in_place(object target, object function, tuple args, dict kwarg
     return self
 
 
+import inspect as _inspect
+
+
 @cython.final
 cdef class InplaceForm:
     """A Tensor method t.name_(...): the in-place form of lucid.name (Note [In-place forms])."""
@@ -92,8 +95,9 @@ cdef class InplaceForm:
         return "Tensor." + self.name + "_"
 
     @property
-    def __text_signature__(self):
-        return "(self, *args, **kwargs)"
+    def __signature__(self):
+        """The op's own signature, its first parameter the tensor written into."""
+        return _inspect.signature(self.function)
 
     @property
     def __doc__(self):

@@ -293,19 +293,27 @@ def clamp(input, min=None, max=None):
 define_op(clamp, POINTWISE, ANY, inplace=IN_PLACE)
 
 
+cdef Tensor one_sided_clamp(object input, object bound, bint lower, str op):
+    """input limited by bound from below (lower) or above: clamp for a number, maximum or
+    minimum for a tensor; the arguments checked in op's name."""
+    cdef Tensor t = tensor_arg(input, op, "input")
+    if isinstance(bound, Tensor):
+        return maximum(t, bound) if lower else minimum(t, bound)
+    if not is_number(bound):
+        raise TypeError(f"{op}: argument '{'min' if lower else 'max'}' must be a number or a "
+                        f"Tensor, not {type(bound).__name__}")
+    return clamp(t, bound, None) if lower else clamp(t, None, bound)
+
+
 def clamp_min(input, min):
     """input limited from below by min (a number: clamp(input, min=min); a tensor: maximum)."""
-    if isinstance(min, Tensor):
-        return maximum(input, min)
-    return clamp(input, min, None)
+    return one_sided_clamp(input, min, True, "clamp_min")
 define_op(clamp_min, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 def clamp_max(input, max):
     """input limited from above by max (a number: clamp(input, max=max); a tensor: minimum)."""
-    if isinstance(max, Tensor):
-        return minimum(input, max)
-    return clamp(input, None, max)
+    return one_sided_clamp(input, max, False, "clamp_max")
 define_op(clamp_max, POINTWISE, ANY, inplace=IN_PLACE)
 
 

@@ -33,21 +33,29 @@ def t(input):
 define_op(t, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
+cdef Tensor swapped_dims(object input, object dim0, object dim1, str op):
+    """transpose(input, dim0, dim1), its arguments checked in op's name."""
+    cdef Tensor t = tensor_arg(input, op, "input")
+    cdef Py_ssize_t nd = ndim_of(t.data)
+    return transpose(t, normalize_dim(dim0, nd, op), normalize_dim(dim1, nd, op))
+
+
 def swapaxes(input, axis0, axis1):
     """input with dims axis0 and axis1 swapped (lucid.transpose's NumPy name); a view."""
-    return transpose(input, axis0, axis1)
+    return swapped_dims(input, axis0, axis1, "swapaxes")
 define_op(swapaxes, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
 def swapdims(input, dim0, dim1):
     """input with dims dim0 and dim1 swapped (lucid.transpose); a view."""
-    return transpose(input, dim0, dim1)
+    return swapped_dims(input, dim0, dim1, "swapdims")
 define_op(swapdims, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
 def broadcast_to(input, size):
     """input broadcast to size (lucid.expand); a read-only view when it broadcasts."""
-    return expand(tensor_arg(input, "broadcast_to", "input"), size)
+    return expand(tensor_arg(input, "broadcast_to", "input"),
+                  int_tuple(size, "broadcast_to", "size"))
 define_op(broadcast_to, SHAPE, ANY)
 
 
