@@ -130,8 +130,33 @@ static PyTypeObject lucid_OpFunctionType = {
     .tp_name = "builtin_function_or_method",
 };
 
+static PyObject* lucid_type_dict(PyTypeObject* type) {
+    /* a new reference to type's dict (3.12 keeps static builtin types' dicts per interpreter:
+       their tp_dict field is not to be read) */
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyType_GetDict(type);
+#else
+    Py_XINCREF(type->tp_dict);
+    return type->tp_dict;
+#endif
+}
+
+static int lucid_copy_doc_descriptor(void) {
+    /* the base's __doc__ descriptor into the op function type's dict */
+    PyObject* base = lucid_type_dict(&PyCFunction_Type);
+    PyObject* own = lucid_type_dict(&lucid_OpFunctionType);
+    PyObject* doc = base == NULL ? NULL : PyDict_GetItemString(base, "__doc__");  /* borrowed */
+    int status = -1;
+    if (doc != NULL && own != NULL)
+        status = PyDict_SetItemString(own, "__doc__", doc);
+    else if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "builtin functions have no __doc__ descriptor");
+    Py_XDECREF(base);
+    Py_XDECREF(own);
+    return status;
+}
+
 static int lucid_kw_retype(PyObject* f) {
-    PyObject* doc;
     if (!Py_IS_TYPE(f, &PyCFunction_Type))
         return 0;
     if (lucid_OpFunctionType.tp_base == NULL) {
@@ -155,12 +180,8 @@ static int lucid_kw_retype(PyObject* f) {
         }
         /* PyType_Ready put a plain __doc__ (None) in the new type's dict, which would hide the
            base's __doc__ descriptor: every op's docstring. Put the descriptor back. */
-        doc = PyDict_GetItemString(PyCFunction_Type.tp_dict, "__doc__");   /* borrowed */
-        if (doc == NULL || PyDict_SetItemString(lucid_OpFunctionType.tp_dict, "__doc__", doc) < 0) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "builtin functions have no __doc__");
+        if (lucid_copy_doc_descriptor() < 0)
             return -1;
-        }
         PyType_Modified(&lucid_OpFunctionType);
     }
     Py_SET_TYPE(f, &lucid_OpFunctionType);
