@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # The modules documented, in the order of the page's sections
 MODULES = [
     "lucid", "lucid.autograd", "lucid.autograd.forward_ad", "lucid.autograd.graph",
-    "lucid.autograd.functional", "lucid.func", "lucid.linalg", "lucid.utils.checkpoint",
+    "lucid.autograd.functional", "lucid.autograd.profiler", "lucid.func", "lucid.linalg", "lucid.utils.checkpoint",
     "lucid.utils.cpp_extension", "lucid.testing",
 ]
 

@@ -94,6 +94,7 @@ include "tensor/convert.pxi"
 include "tensor/attributes.pxi"
 
 # custom Functions, then the engine that runs every node
+include "graph/saved_attributes.pxi"  # node._saved_<name>: reads the op nodes' fields
 include "function/function.pxi"
 include "function/apply.pxi"
 include "engine/threads.pxi"

@@ -1,6 +1,7 @@
 """Grad-mode switches: no_grad, enable_grad, set_grad_enabled, inference_mode (context managers
 and decorators; no_grad, enable_grad and inference_mode also bare, without parentheses)."""
 import functools
+import inspect
 
 from . import _core
 
@@ -11,8 +12,53 @@ def _type_name(x):
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+def _wrap_generator(make_mode, gen_fn):
+    """gen_fn's generators run every resumption (next, send, throw, close) inside a fresh
+    make_mode() context; the caller's mode holds in between."""
+
+    @functools.wraps(gen_fn)
+    def wrapper(*args, **kwargs):
+        with make_mode():
+            gen = gen_fn(*args, **kwargs)
+        try:
+            with make_mode():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_mode():
+                        gen.close()
+                    raise
+                except BaseException as error:
+                    with make_mode():
+                        response = gen.throw(error)
+                else:
+                    with make_mode():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+    return wrapper
+
+
+class _GradSwitch:
+    """Sets grad mode to `enabled` on entry and restores the previous mode on exit."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        self._previous = _core._set_grad_enabled(self.enabled)
+        return self
+
+    def __exit__(self, *exc):
+        _core._set_grad_enabled(self._previous)
+        return False
+
+
 class _GradMode:
-    """Sets grad mode on entry and restores the previous mode on exit."""
+    """Sets grad mode on entry and restores the previous mode on exit; as a decorator, for
+    each call of a function (each resumption of a generator)."""
 
     enabled = True
 
@@ -25,9 +71,13 @@ class _GradMode:
         return False
 
     def __call__(self, fn):
+        enabled = self.enabled
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(lambda: _GradSwitch(enabled), fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            previous = _core._set_grad_enabled(self.enabled)
+            previous = _core._set_grad_enabled(enabled)
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -84,7 +134,7 @@ class inference_mode:
     """Like no_grad, and every tensor made inside can never require grad: requires_grad_(True)
     on it raises outside the mode, and has no effect inside it (nothing records there, and
     torch.ones(2, requires_grad=True) inside the mode must not fail). inference_mode(False)
-    changes nothing."""
+    turns inference mode off inside (and grad mode on), as PyTorch's does."""
 
     def __new__(cls, mode=True):
         self = super().__new__(cls)
@@ -97,19 +147,20 @@ class inference_mode:
         self.mode = bool(mode)
 
     def __enter__(self):
-        if self.mode:
-            self._previous = (_core._set_grad_enabled(False), _core._set_inference_mode(True))
+        self._previous = (_core._set_grad_enabled(not self.mode),
+                          _core._set_inference_mode(self.mode))
         return self
 
     def __exit__(self, *exc):
-        if self.mode:
-            grad, inference = self._previous
-            _core._set_grad_enabled(grad)
-            _core._set_inference_mode(inference)
+        grad, inference = self._previous
+        _core._set_grad_enabled(grad)
+        _core._set_inference_mode(inference)
         return False
 
     def __call__(self, fn):
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(lambda: inference_mode(mode), fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

@@ -2,12 +2,15 @@
 from .._core import Node, AccumulateGrad, backward, grad
 from .function import Function, FunctionCtx, PythonBackwardNode, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
-from .anomaly import detect_anomaly, is_anomaly_enabled
-from . import forward_ad, graph, functional
+from .anomaly import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,
+                      is_anomaly_check_nan_enabled)
+from .variable import Variable
+from . import forward_ad, graph, functional, profiler
 from .diagnostics import set_saved_tensor_guard, saved_tensor_guard, set_creation_sites, profile
 
 __all__ = ["Node", "AccumulateGrad", "backward", "grad", "Function", "FunctionCtx",
            "PythonBackwardNode", "once_differentiable", "gradcheck", "gradgradcheck",
-           "GradcheckError", "detect_anomaly", "is_anomaly_enabled", "set_saved_tensor_guard",
+           "GradcheckError", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "Variable", "profiler", "set_saved_tensor_guard",
            "saved_tensor_guard", "set_creation_sites", "profile", "forward_ad", "graph",
            "functional"]

@@ -64,9 +64,9 @@ class profile:
             setattr(self, name, value)
         return False
 
-    def table(self, by="name", kinds=("node",), limit=None):
-        """Per node name (or creation site, by="site"): count, total, mean and share of the
-        recorded time, sorted by total."""
+    def table(self, by="name", kinds=("node", "range"), limit=None):
+        """Per node name (or creation site, by="site"), and per record_function label: count,
+        total, mean and share of the recorded time, sorted by total."""
         if by not in ("name", "site"):
             raise ValueError(f"profile.table: by must be 'name' or 'site', not {by!r}")
         if not self.record_nodes:
@@ -110,7 +110,8 @@ class profile:
 
 
 class ProfileEvent:
-    """One timed event: kind ('node', 'hook' or 'python'), name, the node's creation site and
+    """One timed event: kind ('node', 'hook', 'python', or 'range' for a record_function
+    label), name, the node's creation site and
     sequence number, start and duration in nanoseconds, thread. A node apply is named for its
     node; the Function backward or hook it runs, '<Function>.backward' or '<hook> (hook on
     <node>)'."""

@@ -22,6 +22,7 @@ compiled (lucid._core.function_apply); the graph node of a call is an instance o
 `<ClassName>Backward`, a subclass of PythonBackwardNode made once per Function subclass.
 """
 import functools
+import inspect
 
 from .. import _core
 from .._grad_mode import no_grad
@@ -76,8 +77,10 @@ class Function(metaclass=FunctionMeta):
         cls._lucid_info = _core.FunctionInfo(cls, node_cls, forward, _backward_of(cls),
                                              getattr(cls, "jvp", None), setup)
         own_apply = cls.__dict__.get("apply")
-        if own_apply is None or isinstance(own_apply, _core.FunctionApply):
+        if own_apply is None or isinstance(own_apply, (_core.FunctionApply, _DefaultsApply)):
             cls.apply = _core.FunctionApply(cls._lucid_info)     # apply with this info at hand
+            if setup is not None and _has_defaults(forward):
+                cls.apply = _DefaultsApply(cls.apply, forward)
         return cls._lucid_info
 
     @classmethod
@@ -112,6 +115,30 @@ class Function(metaclass=FunctionMeta):
     # Function.apply(*args): run forward and record the call for backward (compiled); every
     # subclass gets its own _core.FunctionApply, which skips the per-call class lookups.
     apply = classmethod(_core.function_apply)
+
+
+def _has_defaults(forward):
+    """Has forward parameters with defaults (setup_context must see their values)?"""
+    try:
+        parameters = inspect.signature(forward).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.default is not p.empty for p in parameters)
+
+
+class _DefaultsApply:
+    """apply of a setup_context-style Function whose forward has defaults: the omitted
+    arguments are filled in, so forward, setup_context's inputs and the node see them all (as
+    PyTorch binds them)."""
+
+    def __init__(self, apply, forward):
+        self.apply = apply
+        self.signature = inspect.signature(forward)
+
+    def __call__(self, *args, **kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return self.apply(*bound.args, **bound.kwargs)
 
 
 def _own_method(cls, name):

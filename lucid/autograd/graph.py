@@ -7,10 +7,13 @@
 - `disable_saved_tensors_hooks(message)`: entering `saved_tensors_hooks` raises
   `RuntimeError(message)` while the block is active.
 - `to_dot(*tensors, show_saved=False)` / `render(*tensors, path=...)`: pictures of the graph.
+- `GradientEdge`, `get_gradient_edge(t)`, `increment_version(t)`: PyTorch's names (_edges.py).
 """
 from .. import _core
+from ._edges import GradientEdge, get_gradient_edge, increment_version
 
-__all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks", "to_dot", "render"]
+__all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks", "to_dot", "render",
+           "GradientEdge", "get_gradient_edge", "increment_version"]
 
 Node = _core.Node
 

@@ -3,6 +3,7 @@
 import traceback as _traceback
 
 cdef int anomaly_enabled = 0
+cdef bint anomaly_check_nan = True      # detect_anomaly(check_nan=...): NaN gradients raise
 
 
 def _set_anomaly_enabled(bint on):
@@ -11,6 +12,18 @@ def _set_anomaly_enabled(bint on):
     cdef bint previous = anomaly_enabled != 0
     anomaly_enabled = 1 if on else 0
     return previous
+
+
+def _set_anomaly_check_nan(bint on):
+    """Whether anomaly mode checks gradients for NaN (process-wide); returns the previous one."""
+    global anomaly_check_nan
+    cdef bint previous = anomaly_check_nan
+    anomaly_check_nan = on
+    return previous
+
+
+def is_anomaly_check_nan_enabled():
+    return anomaly_check_nan
 
 
 def is_anomaly_enabled():
@@ -36,10 +49,13 @@ cdef void note_forward_trace(BaseException error, Node node):
 
 cdef void check_nan_gradients(Node node, tuple outs) except *:
     """In anomaly mode: a node that produced NaN gradients is an error (the engine notes the
-    node's forward traceback on it, note_raised)."""
+    node's forward traceback on it, note_raised). The message holds PyTorch's phrase."""
+    if not anomaly_check_nan:
+        return
     for i in range(len(outs)):
         g = outs[i]
         if g is not None and (<Tensor>g).data.dtype.kind == "f" and \
                 np.isnan((<Tensor>g).data).any():
             raise RuntimeError(f"{describe(node)} returned NaN values in its gradient for "
-                               f"input {i}")
+                               f"input {i} (Function '{node.name()}' returned nan values in its "
+                               f"{i}th output.)")

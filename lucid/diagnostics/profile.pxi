@@ -136,3 +136,17 @@ def _profile_stop(tuple mark):
     return {"backward_calls": calls, "nodes_run": run, "nodes_skipped": skipped,
             "python_reentries": reentries, "python_seconds": python_ns * 1e-9,
             "engine_seconds": engine_ns * 1e-9}
+
+
+def _profile_now():
+    """The profile clock, in nanoseconds (a record_function range's start)."""
+    return now_ns()
+
+
+def _profile_record_range(str name, int64_t start):
+    """A record_function range from start to now: a "range" event of the open profile blocks
+    that record events (nothing when none is open)."""
+    cdef int64_t end = now_ns()
+    if recording_nodes and node_events is not None:
+        node_events.append(("range", name, None, -1, -1, start, end - start,
+                            PyThread_get_thread_ident()))

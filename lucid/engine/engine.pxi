@@ -161,6 +161,8 @@ cdef tuple run_node(Traversal t, Node node):
             owned = 0
         if node.exec_state & EXEC_RUN:
             outs = apply_node(t, node, leaf, grads, owned)
+            if leaf and has_leaf_hooks((<AccumulateGrad>node).variable):
+                run_post_accumulate_hooks(node)
             if has_post_hooks(node):
                 outs = tuple(run_node_hooks(node.extra.post_hooks, node, outs, grads, "hook"))
             if not leaf and not t.keep_graph:   # a leaf's node serves every graph of its leaf

@@ -138,8 +138,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if not allow_unused:
                 raise RuntimeError(f"grad: input {k} (shape {t.data.shape}) was not used to compute "
                                    "the outputs; pass allow_unused=True to get None for it")
-            if materialize_grads:
+            if materialize_grads:     # under create_graph, zeros that can be differentiated
                 g = wrap(np.zeros(t.data.shape, dtype=t.data.dtype))
+                if create_graph and is_float_dtype(descr(t.data)):
+                    (<Tensor>g)._requires_grad = True
         elif (<Tensor>g).data.dtype != t.data.dtype:
             g = cast(<Tensor>g, descr(t.data))
         result.append(g)

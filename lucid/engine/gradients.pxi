@@ -102,6 +102,8 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
     """g through each tensor hook fn(g) of hooks in order; a hook may return a replacement."""
     cdef int64_t start
     for fn in list(hooks.values()):
+        if type(fn) is PostAccumulateGradHook:     # runs after the leaf's accumulation
+            continue
         start = now_ns() if profiling else 0
         try:
             result = fn(g)
@@ -114,6 +116,24 @@ cdef Tensor run_hooks(dict hooks, Tensor g, str where, Node node):
         if result is not None:
             g = checked_hook_result(result, g, where, fn)
     return g
+
+
+cdef void run_post_accumulate_hooks(Node node) except *:
+    """A leaf's post-accumulate-grad hooks, fn(leaf), after its node accumulated its .grad."""
+    cdef Tensor variable = (<AccumulateGrad>node).variable
+    cdef int64_t start
+    for fn in list(variable._extra.hooks.values()):
+        if type(fn) is not PostAccumulateGradHook:
+            continue
+        start = now_ns() if profiling else 0
+        try:
+            (<PostAccumulateGradHook>fn).fn(variable)
+        except BaseException as e:
+            note_raised(e, node, "in a post-accumulate-grad hook of a leaf tensor, after")
+            raise
+        finally:
+            if profiling:
+                note_python_call(node, "hook", start, (<PostAccumulateGradHook>fn).fn)
 
 
 cdef list run_node_hooks(dict hooks, Node node, tuple grads, tuple grad_outputs, str kind):

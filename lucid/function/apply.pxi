@@ -265,9 +265,10 @@ cdef object result_output(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode
     cdef Tensor t = <Tensor>o
     if ctx._dirty is not None and is_in(t, ctx._dirty):
         check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
-    elif is_in(t, args) or t.requires_grad_c():
+    elif is_in(t, args) or (t.requires_grad_c() and (node is None or t._grad_fn is not node)):
         # an input (or a tensor with a history of its own) returned: a new tensor over
-        # its memory, so the input keeps its history and leaf status
+        # its memory, so the input keeps its history and leaf status. One output returned
+        # twice stays one object, output of its last place (as PyTorch)
         t = wrap_like_view(t.data, t)
     if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
         if ctx._dirty is not None and is_in(t, ctx._dirty):
@@ -315,8 +316,8 @@ cdef void check_dirty_marks(FunctionInfo info, tuple dirty, tuple outs, tuple ar
 
 
 cdef tuple input_tangents(tuple args):
-    """Each tensor argument's tangent (None for non-tensors and tensors without one); None
-    when no argument has a tangent."""
+    """Each tensor argument's tangent (zeros for a float tensor without one, as PyTorch gives
+    jvp; None for non-tensors); None when no argument has a tangent."""
     cdef list out = []
     cdef bint any_tangent = False
     cdef Tensor t
@@ -324,7 +325,13 @@ cdef tuple input_tangents(tuple args):
         t = tangent_of(<Tensor>a) if isinstance(a, Tensor) else None
         any_tangent = any_tangent or t is not None
         out.append(t)
-    return tuple(out) if any_tangent else None
+    if not any_tangent:
+        return None
+    for i in range(len(args)):
+        a = args[i]
+        if out[i] is None and isinstance(a, Tensor) and is_float_dtype(descr((<Tensor>a).data)):
+            out[i] = wrap(np.zeros((<Tensor>a).data.shape, dtype=(<Tensor>a).data.dtype))
+    return tuple(out)
 
 
 cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, tuple result,

@@ -54,9 +54,10 @@ cdef class FunctionCtx:
             return self._for_forward if self._for_forward is not None else ()
         if self._released:
             raise RuntimeError(
-                f"saved_tensors of {self.owner_name()} were freed by a backward pass run "
-                "without retain_graph=True; pass retain_graph=True to the first backward if you "
-                "need to run backward through this graph again")
+                f"Trying to backward through the graph a second time: saved_tensors of "
+                f"{self.owner_name()} were freed by a backward pass run without "
+                "retain_graph=True. Specify retain_graph=True in the first backward if you need "
+                "to run backward through this graph again")
         if self._saved is None:
             return self._to_save if self._to_save is not None else ()
         node = <Node>self._node

@@ -140,6 +140,13 @@ cdef class Node:
     def __repr__(self):
         return f"<{self.name()}>"
 
+    def __getattr__(self, str name):
+        """What the node saved, under PyTorch's names: _saved_<x>, _raw_saved_<x>
+        (graph/saved_attributes.pxi); only reached when normal lookup fails."""
+        if name.startswith("_saved_") or name.startswith("_raw_saved_"):
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
 
 # Note [Hook order]: for each node the engine runs, in this order: the hooks of the tensors it
 # made (tensor.register_hook; a leaf's own hooks for AccumulateGrad), retain_grad, the node's
@@ -236,3 +243,8 @@ cdef void raise_stale_view(Tensor t, str op=None) except *:
         "its base was changed in place by a "
         "recorded operation, so its history is out of date; take the view again after the "
         "in-place change (or clone() it before)")
+
+
+def _grad_accumulator(Tensor t):
+    """The node t's gradient flows into: its grad_fn, or (a leaf) its AccumulateGrad."""
+    return gradient_node(t)

@@ -42,8 +42,9 @@ cdef class SavedTensor:
                 f" (last changed in place by {storage.last_op})"
             raise RuntimeError(
                 "one of the tensors needed for gradient computation has been modified by an "
-                f"in-place operation: it was saved by {owner.name()} at version "
-                f"{self.saved_version} and is now at version {current}{by}. Avoid changing it in "
+                f"inplace operation: it was saved by {owner.name()} at version "
+                f"{self.saved_version} and is now at version {current}{by}; a saved value "
+                "modified by an in-place operation can't give its gradient. Avoid changing it in "
                 "place (use an out-of-place op or .clone() it before the change)")
         if packed:
             return unpack_packed(self, owner)
@@ -149,6 +150,7 @@ cdef bint is_guarded(object array):
 
 cdef void raise_freed_graph(Node node) except *:
     raise RuntimeError(
-        f"Trying to backward through {describe(node)} a second time: its saved values were freed "
-        "when backward() or autograd.grad() first ran through it. Pass retain_graph=True to the "
-        "first call if you need to backward through the graph again.")
+        f"Trying to backward through the graph a second time, through {describe(node)}: its "
+        "saved values were freed when backward() or autograd.grad() first ran through it. "
+        "Specify retain_graph=True in the first call if you need to backward through the graph "
+        "again.")

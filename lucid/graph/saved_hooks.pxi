@@ -91,8 +91,14 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
         history = gradient_node(t)       # the producer, or the leaf's accumulator
         s.output_nr = t._output_nr
     cdef Py_ssize_t floor = shut_off_saved_hooks(ident)
+    cdef int64_t version = alias._storage.version
     try:
         packed = pack_hook(alias)
+        if alias._storage.version != version:
+            raise RuntimeError("A saved tensor pack hook is modifying its input in place. "
+                               "Tensors provided as input to pack hook can not be modified by "
+                               "in-place operations as this can lead to unexpected "
+                               "side-effects: clone() it in the hook and change the copy")
     except BaseException as e:
         note_hook_error(e, pack_hook, f"lucid: raised in a saved-tensor pack hook (saving for "
                                       f"{owner.name()})")

@@ -63,6 +63,33 @@ def _tensor_register_hook(Tensor self, hook):
         hooks = extra.tensor_pre_hooks.setdefault(self._output_nr, {})
     return add_hook(hooks, hook)
 
+cdef class PostAccumulateGradHook:
+    """A leaf's hook fn(tensor), run after backward accumulated the leaf's .grad; it lives in
+    the leaf's hooks dict, which the gradient hooks (run_hooks) skip it in."""
+    cdef readonly object fn
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _tensor_register_post_accumulate_grad_hook(Tensor self, hook):
+    """Call hook(tensor) after backward accumulated this leaf's .grad (its result is ignored)."""
+    if not callable(hook):
+        raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, not "
+                        f"{type(hook).__name__}")
+    if self._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not self._requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: can't register a hook on a "
+                           "tensor that doesn't require grad (requires_grad=False)")
+    gc_track(self)                   # Note [GC tracking]: the hook may capture self
+    cdef TensorExtra leaf_extra = tensor_extra(self)
+    gc_track(leaf_extra)
+    if leaf_extra.hooks is None:
+        leaf_extra.hooks = {}
+    return add_hook(leaf_extra.hooks, PostAccumulateGradHook(hook))
+
+
 def _tensor_detach(Tensor self):
     """A tensor sharing this one's memory and version counter, outside the graph."""
     cdef Tensor t = wrap(self.data)
@@ -95,6 +122,7 @@ def _tensor_retain_grad(Tensor self):
 
 install_methods(Tensor, {
     "register_hook": _tensor_register_hook,
+    "register_post_accumulate_grad_hook": _tensor_register_post_accumulate_grad_hook,
     "detach": _tensor_detach,
     "detach_": _tensor_detach_inplace,
     "retain_grad": _tensor_retain_grad,

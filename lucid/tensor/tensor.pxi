@@ -30,6 +30,10 @@ cdef class Tensor:
     def _version(self):
         return self.version()
 
+    def _increment_version(self):
+        """Count one in-place change of this tensor's memory (graph.increment_version)."""
+        self.bump_version()
+
     # -- attributes ----------------------------------------------------------------------------
     @property
     def shape(self):
@@ -120,6 +124,10 @@ cdef class Tensor:
         if value is not None:
             gc_track(self)               # Note [GC tracking]: a user-set .grad may close a cycle
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
 
     # -- methods -------------------------------------------------------------------------------
     def requires_grad_(self, requires_grad=True):

@@ -217,6 +217,7 @@ EXCLUDED = {
     "lucid.Storage": "the storage class: made by tensors, never called by users",
     "lucid.autograd.Node": "the node base class: made by ops, never called by users",
     "lucid.autograd.graph.Node": "the same node base class, re-exported",
+    "lucid.autograd.graph.GradientEdge": "a NamedTuple of two plain fields: stores any values",
     "lucid.autograd.AccumulateGrad": "a node class: made by backward for leaves, never called",
     "lucid.autograd.PythonBackwardNode": "a node base class: made by Function.apply",
     "lucid.autograd.FunctionCtx": "ctx class: made by Function.apply for forward",

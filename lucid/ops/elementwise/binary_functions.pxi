@@ -48,8 +48,13 @@ cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_t
 
 
 cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
-    """g*y/(x*x + y*y)"""
-    return div(mul(g, y), add(mul(x, x), mul(y, y)))
+    """g*y/(x*x + y*y), and exactly 0 where x*x + y*y == 0 (PyTorch's value at the origin; a
+    selection, so no NaN of the unused quotient reaches a further derivative)"""
+    cdef Tensor norm2 = add(mul(x, x), mul(y, y))
+    cdef object origin = norm2.data == 0
+    if not origin.any():
+        return div(mul(g, y), norm2)
+    return where(origin, 0.0, div(mul(g, y), where(origin, 1.0, norm2)))
 
 cdef Tensor atan2_rule_y(Tensor g, Tensor x, Tensor y):
     """-g*x/(x*x + y*y)  (atan2_rule_x with the roles of x and y swapped, negated)"""
