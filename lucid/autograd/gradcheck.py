@@ -4,6 +4,7 @@ import numpy as np
 from .. import _core
 from .._grad_mode import enable_grad, no_grad
 from ._structures import check_callable
+from ._gradcheck_fast import fast_check, undefined_grad_check, zero_grad_output_check
 
 
 class GradcheckError(RuntimeError):
@@ -38,9 +39,7 @@ def numerical_jacobians(fn, inputs, eps):
         outputs = _tensor_outputs(fn, inputs)
         jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in wanted] for o in outputs]
         for col, i in enumerate(wanted):
-            flat = inputs[i].detach().numpy().reshape(-1)
-            if flat.size and not np.shares_memory(flat, inputs[i].detach().numpy()):
-                raise ValueError(f"gradcheck: input {i} is not contiguous; pass .clone()")
+            flat = _writable_entries(inputs[i], i)
             for k in range(flat.size):
                 original = flat[k]
                 flat[k] = original + eps
@@ -55,8 +54,34 @@ def numerical_jacobians(fn, inputs, eps):
     return outputs, wanted, jac
 
 
-def analytic_jacobians(fn, inputs, wanted, create_graph=False):
-    """J[out][inp] from lucid's backward, one row per output entry."""
+def _writable_entries(x, i):
+    """x's memory as an array whose .flat entries write through (any strides without
+    overlap): ValueError for an expanded input, whose entries share memory."""
+    array = x.detach().numpy()
+    if array.size and any(st == 0 and n > 1 for st, n in zip(array.strides, array.shape)):
+        raise ValueError(f"gradcheck: input {i} is expanded (its entries share memory); pass "
+                         ".clone()")
+    return array.reshape(-1) if array.flags.c_contiguous else _Strided(array)
+
+
+class _Strided:
+    """.flat-style entry access to a non-contiguous array, writing through to its memory."""
+    __slots__ = ("array", "size")
+
+    def __init__(self, array):
+        self.array = array
+        self.size = array.size
+
+    def __getitem__(self, k):
+        return self.array[np.unravel_index(k, self.array.shape)]
+
+    def __setitem__(self, k, value):
+        self.array[np.unravel_index(k, self.array.shape)] = value
+
+
+def analytic_jacobians(fn, inputs, wanted, create_graph=False, dtypes=False):
+    """J[out][inp] from lucid's backward, one row per output entry (dtypes: a message instead
+    when a gradient's dtype is not its input's)."""
     outputs = _tensor_outputs(fn, inputs)
     jac = []
     for o in outputs:
@@ -71,6 +96,10 @@ def analytic_jacobians(fn, inputs, wanted, create_graph=False):
                                    allow_unused=True)
                 for col, g in enumerate(grads):
                     if g is not None:
+                        if dtypes and g.dtype != inputs[wanted[col]].dtype:
+                            return (f"Gradient has dtype mismatch: the gradient of input "
+                                    f"{wanted[col]} is {g.dtype}, the input is "
+                                    f"{inputs[wanted[col]].dtype}")
                         rows[col][r, :] = g.detach().numpy().reshape(-1)
         jac.append(rows)
     return jac
@@ -136,32 +165,123 @@ def _check_tolerances(eps, atol, rtol, name):
 
 
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              check_forward_ad=False, check_backward_ad=True):
+              check_forward_ad=False, check_backward_ad=True, *, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, fast_mode=False, masked=None):
     """Check fn's backward (and, with check_forward_ad, its forward-mode derivatives) against
-    central finite differences for every input and output."""
+    central finite differences: every Jacobian entry, or v^T J u for random u, v (fast_mode)."""
+    options = _options("gradcheck", nondet_tol, check_undefined_grad, check_grad_dtypes,
+                       check_batched_grad, fast_mode, masked)
+    if check_batched_forward_grad:
+        raise ValueError("gradcheck: check_batched_forward_grad=True needs vmap, which lucid "
+                         "does not have yet; pass check_batched_forward_grad=False")
     return _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
-                      check_backward_ad, "gradcheck")
+                      check_backward_ad, "gradcheck", options)
+
+
+class _Options:
+    """gradcheck's keywords beyond the tolerances, checked once."""
+    __slots__ = ("nondet_tol", "undefined_grad", "grad_dtypes", "fast")
+
+
+def _flag(value, keyword, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {keyword} must be a bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _options(name, nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
+             fast_mode, masked):
+    """The checked keywords: TypeError for a wrong type, ValueError naming what needs vmap."""
+    options = _Options()
+    if isinstance(nondet_tol, bool) or not isinstance(nondet_tol, (int, float, np.integer,
+                                                                    np.floating)):
+        raise TypeError(f"{name}: nondet_tol must be a number, not {type(nondet_tol).__name__}")
+    if not (nondet_tol >= 0 and np.isfinite(float(nondet_tol))):
+        raise ValueError(f"{name}: nondet_tol must be >= 0 and finite, got {nondet_tol}")
+    options.nondet_tol = float(nondet_tol)
+    options.undefined_grad = _flag(check_undefined_grad, "check_undefined_grad", name)
+    options.grad_dtypes = _flag(check_grad_dtypes, "check_grad_dtypes", name)
+    options.fast = _flag(fast_mode, "fast_mode", name)
+    if _flag(check_batched_grad, "check_batched_grad", name):
+        raise ValueError(f"{name}: check_batched_grad=True needs vmap, which lucid does not "
+                         "have yet; pass check_batched_grad=False")
+    if masked is not None:
+        _flag(masked, "masked", name)       # lucid has no sparse tensors: dense is unmasked
+    return options
+
+
+_DEFAULT_OPTIONS = None
+
+
+def _default_options():
+    global _DEFAULT_OPTIONS
+    if _DEFAULT_OPTIONS is None:
+        _DEFAULT_OPTIONS = _options("gradcheck", 0.0, True, False, False, False, None)
+    return _DEFAULT_OPTIONS
 
 
 def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
-               check_backward_ad, name):
+               check_backward_ad, name, options=None):
     """gradcheck for the public function name (the name its errors give)."""
+    options = _default_options() if options is None else options
     check_callable(fn, "fn", name)
     _check_tolerances(eps, atol, rtol, name)
+    for keyword, value in (("raise_exception", raise_exception),
+                           ("check_forward_ad", check_forward_ad),
+                           ("check_backward_ad", check_backward_ad)):
+        _flag(value, keyword, name)
+    if not (check_forward_ad or check_backward_ad):
+        raise ValueError(f"{name}: check_backward_ad=False and check_forward_ad=False leave "
+                         "nothing to check; set at least one of them to True")
     inputs = _check_inputs(inputs, name)
-    outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
-    message = None
-    if check_backward_ad:
-        analytic = analytic_jacobians(fn, inputs, wanted)
-        message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
-    if message is None and check_forward_ad:
-        forward = forward_jacobians(fn, inputs, wanted)
-        message = _compare(forward, numerical, wanted, atol, rtol, "forward-mode Jacobian")
+    if options.fast:
+        message = fast_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad,
+                             options)
+    else:
+        message = _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad,
+                              options)
+    if message is None and check_backward_ad:
+        message = zero_grad_output_check(fn, inputs)
+    if message is None and check_backward_ad and options.undefined_grad:
+        message = undefined_grad_check(fn, inputs)
     if message is None:
         return True
     if raise_exception:
         raise GradcheckError(f"{name}: {message}")
     return False
+
+
+def _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad, options):
+    """The first failure of the full-Jacobian checks (None when all pass)."""
+    outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
+    if check_backward_ad:
+        analytic = analytic_jacobians(fn, inputs, wanted, dtypes=options.grad_dtypes)
+        if isinstance(analytic, str):
+            return analytic
+        message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
+        if message is None:
+            again = analytic_jacobians(fn, inputs, wanted)
+            message = _reentrant(analytic, again, options.nondet_tol)
+        if message is not None:
+            return message
+    if check_forward_ad:
+        forward = forward_jacobians(fn, inputs, wanted)
+        return _compare(forward, numerical, wanted, atol, rtol, "forward-mode Jacobian")
+    return None
+
+
+def _reentrant(first, second, nondet_tol):
+    """The non-reentrant message when two backward passes differ by more than nondet_tol."""
+    for r, (rows1, rows2) in enumerate(zip(first, second)):
+        for col, (a, b) in enumerate(zip(rows1, rows2)):
+            if a.size and not np.max(np.abs(a - b)) <= nondet_tol:
+                return (f"Backward is not reentrant, i.e., running backward with same input and "
+                        f"grad_output multiple times gives different values, although analytical "
+                        f"gradient matches numerical gradient (output {r}: largest difference "
+                        f"{np.max(np.abs(a - b))!r}). The tolerance for nondeterminism was "
+                        f"{nondet_tol}.")
+    return None
 
 
 def _checked_grad_outputs(grad_outputs, outputs, name):
@@ -183,17 +303,30 @@ def _checked_grad_outputs(grad_outputs, outputs, name):
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True):
-    """Check the second derivatives of fn: gradcheck of (inputs, v) -> v . dfn/dinputs."""
-    check_callable(fn, "fn", "gradgradcheck")
-    inputs = _check_inputs(inputs, "gradgradcheck")
+                  raise_exception=True, *, gen_non_contig_grad_outputs=False, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """Check the second derivatives of fn: gradcheck of (inputs, v) -> v . dfn/dinputs
+    (reverse over reverse; check_fwd_over_rev: forward mode over reverse)."""
+    name = "gradgradcheck"
+    options = _options(name, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                       check_batched_grad, fast_mode, masked)
+    non_contiguous = _flag(gen_non_contig_grad_outputs, "gen_non_contig_grad_outputs", name)
+    rev = _flag(check_rev_over_rev, "check_rev_over_rev", name)
+    fwd = _flag(check_fwd_over_rev, "check_fwd_over_rev", name)
+    if not (rev or fwd):
+        raise ValueError("gradgradcheck: check_rev_over_rev=False and check_fwd_over_rev=False "
+                         "leave nothing to check; set at least one of them to True")
+    check_callable(fn, "fn", name)
+    inputs = _check_inputs(inputs, name)
     wanted = _differentiable(inputs)
-    outputs = _tensor_outputs(fn, inputs, "gradgradcheck")
+    outputs = _tensor_outputs(fn, inputs, name)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(_core._from_array(rng.standard_normal(o.shape), True)
+        grad_outputs = tuple(_random_grad_output(rng, o.shape, non_contiguous)
                              for o in outputs if o.requires_grad)
-    grad_outputs = _checked_grad_outputs(grad_outputs, outputs, "gradgradcheck")
+    grad_outputs = _checked_grad_outputs(grad_outputs, outputs, name)
     n = len(inputs)
 
     def first_derivatives(*args):
@@ -204,4 +337,16 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
                               create_graph=True, allow_unused=True, materialize_grads=True)
 
     return _gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
-                      raise_exception, False, True, "gradgradcheck")
+                      raise_exception, fwd, rev, name, options)
+
+
+def _random_grad_output(rng, shape, non_contiguous):
+    """A standard-normal float64 grad output that requires grad; non_contiguous: a strided
+    view of a wider array (gen_non_contig_grad_outputs)."""
+    if not non_contiguous or not len(shape):
+        return _core._from_array(rng.standard_normal(shape), True)
+    wide = rng.standard_normal(tuple(shape[:-1]) + (2 * shape[-1],))
+    leaf = _core._from_array(wide, False)
+    view = leaf[..., ::2]
+    view.requires_grad_(True)
+    return view

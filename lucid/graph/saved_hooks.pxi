@@ -25,6 +25,13 @@ from cpython.pythread cimport PyThread_get_thread_ident as _thread_ident
 cdef dict saved_hooks_stacks = {}       # thread ident -> [(pack, unpack), ...], innermost last
 cdef dict saved_hooks_disabled = {}     # thread ident -> [message, ...] of disable blocks
 cdef dict saved_hooks_floors = {}       # thread ident -> pairs shut off for the running hook
+cdef object saving_node = None          # the node whose save the running pack hook serves
+
+
+def _saving_node():
+    """The node whose tensor the running pack hook is packing (None outside a pack hook):
+    selective checkpointing asks it which op saves."""
+    return saving_node
 
 
 def _push_saved_tensors_hooks(pack_hook, unpack_hook):
@@ -92,6 +99,9 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
         s.output_nr = t._output_nr
     cdef Py_ssize_t floor = shut_off_saved_hooks(ident)
     cdef int64_t version = alias._storage.version
+    global saving_node
+    cdef object outer_node = saving_node
+    saving_node = owner
     try:
         packed = pack_hook(alias)
         if alias._storage.version != version:
@@ -104,6 +114,7 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
                                       f"{owner.name()})")
         raise
     finally:
+        saving_node = outer_node
         restore_saved_hooks(ident, floor)
     s.packed = packed
     s.unpack_hook = unpack_hook

@@ -19,15 +19,43 @@ in place since (PyTorch's in-place-modification RuntimeError, naming the input);
 re-run whose saved tensors (use_reentrant=False) or outputs (use_reentrant=True) differ in shape
 or dtype from the forward pass's raises a RuntimeError saying so.
 """
-import functools
+import contextlib
 
 from .. import _core
 from .._random import get_rng_state, set_rng_state
 from .._grad_mode import enable_grad, no_grad
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
+from . import _selective
+from ._selective import (CheckpointPolicy, SelectiveCheckpointContext,
+                         create_selective_checkpoint_contexts)
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "set_checkpoint_early_stop",
+           "create_selective_checkpoint_contexts", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "noop_context_fn"]
+
+_early_stop_override = None        # set_checkpoint_early_stop's setting (None: checkpoint's own)
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """Within the block, checkpoints made stop (enable=True) or do not stop (False) their re-run
+    as soon as the saved tensors backward needs are rebuilt, whatever their early_stop says."""
+    global _early_stop_override
+    if not isinstance(enable, bool):
+        raise TypeError(f"set_checkpoint_early_stop: enable must be a bool, not "
+                        f"{type(enable).__name__}")
+    previous = _early_stop_override
+    _early_stop_override = enable
+    try:
+        yield
+    finally:
+        _early_stop_override = previous
+
+
+def noop_context_fn():
+    """checkpoint's default context_fn: no context around the forward or the re-run."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 def _internal(hook):
@@ -84,9 +112,9 @@ def _collect_tensors(value, label, found):
             _collect_tensors(item, f"{label}[{key!r}]", found)
 
 
-def _metadata_error(what, position, saved, recomputed):
+def _metadata_error(what, position, saved, recomputed, trace=""):
     """The RuntimeError for a re-run whose tensor `what` `position` has another (shape, dtype)."""
-    return RuntimeError(
+    return RuntimeError(trace + 
         "checkpoint: recomputed values for the following tensors have different metadata than "
         f"during the forward pass: {what} {position}: forward pass: shape {tuple(saved[0])}, "
         f"dtype {_core.dtype_name(saved[1])}; recomputed: shape {tuple(recomputed[0])}, dtype "
@@ -95,17 +123,32 @@ def _metadata_error(what, position, saved, recomputed):
         "it depend on state that changed since the forward pass?)")
 
 
+def _trace_text(segment, recomputed):
+    """debug=True: the ops that saved a tensor in the forward pass and in the re-run."""
+    if segment.trace is None:
+        return ""
+    return ("checkpoint (debug=True): operations that saved a tensor during the original "
+            f"forward: {', '.join(segment.trace)}; during recomputation: "
+            f"{', '.join(recomputed)}.\n")
+
+
 class _Segment:
     """What one checkpointed call needs to re-run: fn, its arguments and the RNG state."""
 
-    def __init__(self, fn, args, kwargs, rng_state):
+    def __init__(self, fn, args, kwargs, rng_state, recompute_context, early_stop, check,
+                 debug):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.rng_state = rng_state
         self.versions = _InputVersions(args, kwargs)
         self.meta = []              # (shape, dtype) of each tensor saved by the forward run
+        self.kept = set()           # numbers the selective policy saved (their handles hold them)
         self.rebuilt = {}           # number -> tensor, from the current re-run
+        self.recompute_context = recompute_context
+        self.early_stop = early_stop
+        self.check = check          # compare the re-run's metadata (determinism_check="default")
+        self.trace = [] if debug else None      # debug: the node of each saved tensor
 
     @property
     def count(self):
@@ -115,9 +158,18 @@ class _Segment:
     @_internal
     def pack(self, tensor):
         self.meta.append((tensor.shape, tensor.dtype))
-        return _Handle(self, len(self.meta) - 1)
+        number = len(self.meta) - 1
+        if self.trace is not None:
+            self.trace.append(_node_name())
+        policy = _selective.current_policy()
+        if policy is not None and _selective.should_save(policy, tensor):
+            self.kept.add(number)
+            return _Handle(self, number, tensor)
+        return _Handle(self, number, None)
 
     def unpack(self, handle):
+        if handle.tensor is not None:
+            return handle.tensor
         number = handle.number
         if number not in self.rebuilt:
             self.recompute(number)
@@ -129,21 +181,30 @@ class _Segment:
         self.versions.check()
         counter = iter(range(self.count))
         rebuilt = {}
-        last = self.count - 1
+        last = max((n for n in range(self.count) if n not in self.kept), default=-1)
+        if not self.early_stop:
+            last = None
         mismatch = []
+        trace = [] if self.trace is not None else None
 
         @_internal
         def keep(tensor):
             number = next(counter, None)
+            if trace is not None:
+                trace.append(_node_name())
             if number is None:
-                raise RuntimeError("checkpoint: the re-run of the checkpointed function saved "
+                if not self.check:
+                    raise _StopRecomputation()
+                raise RuntimeError(_trace_text(self, trace) +
+                                   "checkpoint: the re-run of the checkpointed function saved "
                                    "more tensors than the forward run did; the function must "
                                    "do the same operations every time it is called")
             got = (tensor.shape, tensor.dtype)
-            if got != self.meta[number]:
+            if self.check and got != self.meta[number]:
                 mismatch.append((number, got))
                 raise _StopRecomputation()
-            rebuilt[number] = tensor
+            if number not in self.kept:
+                rebuilt[number] = tensor
             if number == last:
                 raise _StopRecomputation()
             return tensor
@@ -151,7 +212,7 @@ class _Segment:
         saved_rng = get_rng_state()
         set_rng_state(self.rng_state)
         try:
-            with enable_grad(), saved_tensors_hooks(keep, _identity):
+            with enable_grad(), saved_tensors_hooks(keep, _identity), self.recompute_context:
                 self.fn(*self.args, **self.kwargs)
         except _StopRecomputation:
             pass
@@ -159,21 +220,30 @@ class _Segment:
             set_rng_state(saved_rng)
         if mismatch:
             number, got = mismatch[0]
-            raise _metadata_error("saved tensor", number, self.meta[number], got)
+            raise _metadata_error("saved tensor", number, self.meta[number], got,
+                                  _trace_text(self, trace))
         if wanted not in rebuilt:
-            raise RuntimeError("checkpoint: the re-run of the checkpointed function saved fewer "
+            raise RuntimeError(_trace_text(self, trace) + "checkpoint: the re-run of the checkpointed function saved fewer "
                                "tensors than the forward run did; the function must do the same "
                                "operations every time it is called")
         self.rebuilt = rebuilt
 
 
 class _Handle:
-    """The packed form of a saved tensor: its number in the segment (no tensor)."""
-    __slots__ = ("segment", "number")
+    """The packed form of a saved tensor: its number in the segment, and the tensor itself
+    only when the selective policy saves it."""
+    __slots__ = ("segment", "number", "tensor")
 
-    def __init__(self, segment, number):
+    def __init__(self, segment, number, tensor):
         self.segment = segment
         self.number = number
+        self.tensor = tensor
+
+
+def _node_name():
+    """The name of the node whose tensor is being packed (debug traces)."""
+    node = _core._saving_node()
+    return node.name() if node is not None else "?"
 
 
 @_internal
@@ -186,24 +256,53 @@ def _unpack(handle):
     return handle.segment.unpack(handle)
 
 
-def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
+               context_fn=None, determinism_check="default", debug=False,
+               early_stop=True, **kwargs):
     """function(*args, **kwargs) without keeping its activations: backward recomputes them.
 
     use_reentrant=False (default) works with backward(), autograd.grad() and create_graph=True
     (Note [Checkpointing]); use_reentrant=True runs function under no_grad inside a Function
-    whose backward re-runs it and calls backward() again (backward() only)."""
+    whose backward re-runs it and calls backward() again (backward() only). context_fn (None:
+    noop_context_fn) returns
+    the (forward, recompute) context managers (create_selective_checkpoint_contexts: save what
+    a policy says); determinism_check="none" skips the re-run's shape/dtype check; debug=True
+    lists the ops of both runs in a re-run error; early_stop=False re-runs function whole."""
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, not {type(function).__name__}")
-    rng_state = get_rng_state() if preserve_rng_state else None
+    if context_fn is None:
+        context_fn = noop_context_fn
+    if not callable(context_fn):
+        raise TypeError(f"checkpoint: context_fn must be callable, not "
+                        f"{type(context_fn).__name__}")
+    if determinism_check not in ("default", "none"):
+        raise ValueError("checkpoint: determinism_check should be one of ['default', 'none'], "
+                         f"but got {determinism_check!r}")
+    for name, value in (("debug", debug), ("early_stop", early_stop),
+                        ("preserve_rng_state", preserve_rng_state)):
+        if not isinstance(value, bool):
+            raise TypeError(f"checkpoint: {name} must be a bool, not {type(value).__name__}")
     if use_reentrant:
+        if context_fn is not noop_context_fn or debug:
+            raise ValueError("checkpoint: Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         if kwargs:
             raise ValueError("checkpoint(use_reentrant=True) does not take keyword arguments for "
                              "the function; use use_reentrant=False")
+        rng_state = get_rng_state() if preserve_rng_state else None
         return _ReentrantCheckpoint.apply(function, rng_state, *args)
-    segment = _Segment(function, args, kwargs, rng_state)
-    if rng_state is None:
-        segment.rng_state = get_rng_state()     # the re-run must at least not move the RNG
-    with saved_tensors_hooks(segment.pack, _unpack):
+    contexts = context_fn()
+    if (not isinstance(contexts, tuple) or len(contexts) != 2
+            or not all(hasattr(c, "__enter__") and hasattr(c, "__exit__") for c in contexts)):
+        raise TypeError("checkpoint: context_fn must return a tuple of two context managers "
+                        f"(forward, recompute), not {type(contexts).__name__}")
+    forward_context, recompute_context = contexts
+    rng_state = get_rng_state()         # without preserve_rng_state: so the re-run does not
+    if _early_stop_override is not None:        # move the RNG at least
+        early_stop = _early_stop_override
+    segment = _Segment(function, args, kwargs, rng_state, recompute_context, early_stop,
+                       determinism_check == "default", debug)
+    with saved_tensors_hooks(segment.pack, _unpack), forward_context:
         return function(*args, **kwargs)
 
 

@@ -123,6 +123,7 @@ FILLERS_BY_PARAM = {
     "k": const(1), "q": const(0.5), "x1": mat, "x2": mat,
     "min": const(0.0), "max": const(1.0), "stride": const((1,)), "split_sizes": const((1, 1)),
     "axis0": const(0), "axis1": const(1), "sizes": const((2, 1)),
+    "enable": const(True), "policy_fn_or_list": const([]),
 }
 
 class Call:
