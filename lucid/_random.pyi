@@ -1,7 +1,7 @@
 # Types of lucid's random constructors (lucid/_random.py), re-exported as lucid.randn, lucid.rand, ...
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -10,7 +10,7 @@ from ._core import Tensor, device as _device
 _Size = builtins.int | Sequence[builtins.int]
 _DTypeLike = np.dtype[Any] | type | str | None
 _DeviceLike = str | _device | None
-_Generator = None
+_Generator: TypeAlias = None     # lucid has one generator: generator= takes None only
 
 def manual_seed(seed: builtins.int) -> None: ...
 def get_rng_state() -> dict[str, Any]: ...
