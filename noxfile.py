@@ -35,7 +35,7 @@ nox.options.download_python = "never"
 # Files of the checkout that the sdist leaves out on purpose (CI and git housekeeping).
 NOT_SHIPPED = re.compile(r"^(\.ci/|\.gitignore$)")
 # What a build generates; none of it belongs in the sdist.
-COMPILED_MODULES = ("_core", "_linalg")       # lucid's extension modules (setup.py's MODULES)
+COMPILED_MODULES = ("_core", "_linalg", "_ops")   # lucid's extension modules (setup.py's MODULES)
 GENERATED = (".so", ".pyd", ".dylib", ".o", ".obj", ".html", ".pyc")
 
 
@@ -144,7 +144,8 @@ def _check_wheel(session, path):
             if pxd not in names:
                 session.error(f"{path.name} lacks {pxd} (native ops cimport _core.pxd, which "
                               "includes _core_internal.pxi)")
-        for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_linalg.pyi", "lucid/_creation.pyi"):
+        for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_linalg.pyi", "lucid/_ops.pyi",
+                      "lucid/_creation.pyi"):
             if typed not in names:
                 session.error(f"{path.name} lacks {typed} (mypy and IDEs read lucid's types there)")
         modules = []

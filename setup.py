@@ -35,7 +35,8 @@ SANITIZE = os.environ.get("LUCID_SANITIZE", "") not in ("", "0")
 MODE = "sanitize" if SANITIZE else "debug" if DEBUG else "release"
 LAST_BUILD = os.path.join("build", "lucid-last-build")   # each module's digest and the module
 # the compiled modules, each from one .pyx: the core, then the op families split off it
-MODULES = {"lucid._core": "lucid/_core.pyx", "lucid._linalg": "lucid/_linalg.pyx"}
+MODULES = {"lucid._core": "lucid/_core.pyx", "lucid._linalg": "lucid/_linalg.pyx",
+           "lucid._ops": "lucid/_ops.pyx"}
 
 
 def lucid_sources():

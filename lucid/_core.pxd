@@ -13,7 +13,7 @@
 # layout's pxd to check it).
 
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, intptr_t, uint64_t
 
 cimport numpy as cnp
 

@@ -2,8 +2,8 @@
 
 The pieces live in one extension so that `Tensor.__mul__` reaches its kernel and node by a direct
 C call; each piece is its own include file, one job each, in a folder per layer (docs/design.md).
-Cold op families are extension modules of their own (lucid/_linalg.pyx), built in parallel with
-this one; they reach the core through _core.pxd (its _core_internal.pxi part).
+Cold op families are extension modules of their own (lucid/_linalg.pyx, lucid/_ops.pyx), built
+in parallel with this one; they reach the core through _core.pxd (its _core_internal.pxi part).
 """
 cimport cython
 cimport numpy as cnp
@@ -70,23 +70,11 @@ include "ops/linalg/matmul.pxi"
 include "ops/shape/join.pxi"
 include "ops/elementwise/inplace.pxi"
 include "ops/elementwise/inplace_forms.pxi"
-include "ops/reduction/cumulative.pxi"
-include "ops/reduction/statistics.pxi"
-include "ops/reduction/softmax.pxi"
-include "ops/shape/gather.pxi"
-include "ops/shape/rearrange.pxi"
-include "ops/shape/views.pxi"
-include "ops/linalg/products.pxi"      # einsum, solve, det, decompositions: lucid/_linalg.pyx
-include "ops/elementwise/math_functions.pxi"
 include "ops/elementwise/binary_functions.pxi"
-include "ops/elementwise/activation.pxi"
-include "ops/elementwise/compare.pxi"
-include "ops/elementwise/float_functions.pxi"
-include "ops/elementwise/special.pxi"
-include "ops/reduction/order.pxi"        # sort, topk, kthvalue, median, quantile
-include "ops/reduction/scans.pxi"        # cummax, cummin, logcumsumexp
-include "ops/reduction/moments.pxi"      # var_mean, std_mean, aminmax, nansum, nanmean
-include "ops/linalg/cdist.pxi"
+# lucid/_ops.pyx: math functions, activations, special functions, comparisons, gather/scatter,
+# rearranging and views (narrow, select, as_strided, ...), statistics, order statistics (sort,
+# topk, median, quantile), scans, softmax. lucid/_linalg.pyx: mm, bmm, dot, outer, cdist, the
+# norms, einsum, solve, det, decompositions.
 
 # the tensor's conversions and NumPy interop (ufuncs meeting a tensor run lucid's ops)
 include "tensor/interop.pxi"

@@ -1,13 +1,13 @@
 # Types of lucid's linear-algebra module (lucid/_linalg.pyx), as mypy and IDEs see them.
 # Checked against the built module by `python -m mypy.stubtest lucid._linalg`
-# (tests/api/test_typing.py). It also gives Tensor det, slogdet, inverse, matrix_exp and matrix_power
-# (typed in _core.pyi).
+# (tests/api/test_typing.py). It also gives Tensor mm, bmm, dot, outer, det, slogdet, inverse,
+# matrix_exp and matrix_power (typed in _core.pyi).
 import builtins
 from typing import Literal, NamedTuple, Sequence
 
 import numpy as np
 
-from lucid._core import Tensor
+from lucid._core import Tensor, _Dims, _Scalar
 
 class SlogdetResult(NamedTuple):
     sign: Tensor
@@ -38,11 +38,20 @@ class LstsqResult(NamedTuple):
 
 _Tol = builtins.float | Tensor | None
 _Ord = builtins.int | builtins.float
-_Dims = builtins.int | Sequence[builtins.int] | None
 
 def einsum(equation: str, *operands: Tensor) -> Tensor: ...
+def mm(input: Tensor, mat2: Tensor) -> Tensor: ...
+def bmm(input: Tensor, mat2: Tensor) -> Tensor: ...
+def dot(input: Tensor, tensor: Tensor) -> Tensor: ...
+def outer(input: Tensor, vec2: Tensor) -> Tensor: ...
+
+def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor: ...
+CDIST_MODES: tuple[str, ...]
 
 # -- lucid.linalg wraps these
+def linalg_norm(A: Tensor, ord: _Scalar | str | None = None, dim: _Dims = None,
+                keepdim: builtins.bool = False) -> Tensor: ...
 def linalg_solve(A: Tensor, B: Tensor) -> Tensor: ...
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: builtins.bool, left: builtins.bool = True,
                             unitriangular: builtins.bool = False) -> Tensor: ...

@@ -38,13 +38,6 @@ cdef void check_scalar_fits(object value, Tensor other, cnp.dtype dt, str op) ex
         check_int_fits(value, int64 if is_float_dtype(dt) else dt, op)
 
 
-cdef inline void check_operands_fit(object x, object y, Tensor a, Tensor b, cnp.dtype dt,
-                                    str op) except *:
-    """check_scalar_fits when one of x, y (made operands a, b) was a number and the other not."""
-    if a._wrapped_number != b._wrapped_number:
-        check_scalar_fits(x if a._wrapped_number else y, b if a._wrapped_number else a, dt, op)
-
-
 cdef Tensor operand(object x, str op):
     """A tensor for an op's argument: a Tensor as is, a Python number wrapped; else TypeError."""
     if isinstance(x, Tensor):

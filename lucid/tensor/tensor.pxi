@@ -321,18 +321,6 @@ cdef class Tensor:
         """self with its dims reordered as dims, a view (lucid.permute)."""
         return permute(self, shape_arg(dims))
 
-    def flip(self, *dims):
-        """self reversed along each of dims, a copy (lucid.flip)."""
-        return flip(self, shape_arg(dims))
-
-    def repeat(self, *sizes):
-        """self repeated sizes[i] times along each dim (extra leading sizes add dims), a copy."""
-        return repeat(self, shape_arg(sizes))
-
-    def tile(self, *dims):
-        """self repeated dims[i] times along each dim, missing leading dims as 1 (lucid.tile)."""
-        return tile(self, shape_arg(dims))
-
     # keyword names as PyTorch's Tensor methods have them (t.pow(exponent=2)), not the function's
     def maximum(self, other):
         """max(self, other) elementwise, broadcasting (lucid.maximum)."""
@@ -346,17 +334,9 @@ cdef class Tensor:
         """self ** exponent, broadcasting (lucid.pow)."""
         return pow(self, exponent)
 
-    def polygamma(self, n):
-        """The n-th derivative of digamma at self (lucid.polygamma(n, self))."""
-        return polygamma(n, self)
-
     def where(self, condition, other):
         """self where condition holds, else other (lucid.where(condition, self, other))."""
         return where(condition, self, other)
-
-    def split(self, split_size, dim=0):
-        """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
-        return split(self, split_size, dim)
 
     @property
     def T(self):

@@ -36,12 +36,14 @@ def test_the_package_ships_its_types():
     assert (PACKAGE / "py.typed").is_file()
     assert (PACKAGE / "_core.pyi").is_file()
     assert (PACKAGE / "_linalg.pyi").is_file()
+    assert (PACKAGE / "_ops.pyi").is_file()
     assert (PACKAGE / "_creation.pyi").is_file()
 
 
 @needs_mypy
 def test_stubtest_finds_the_stubs_and_the_built_modules_in_agreement():
-    result = run_mypy("mypy.stubtest", "lucid._core", "lucid._linalg", "--mypy-config-file", str(CONFIG),
+    result = run_mypy("mypy.stubtest", "lucid._core", "lucid._linalg", "lucid._ops",
+                      "--mypy-config-file", str(CONFIG),
                       "--allowlist", str(TYPING / "stubtest_allowlist.txt"))
     assert result.returncode == 0, result.stdout + result.stderr
 

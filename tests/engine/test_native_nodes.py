@@ -285,7 +285,7 @@ def _node_classes(module):
     return found
 
 
-@pytest.mark.parametrize("module", ["lucid._core", "lucid._linalg"])
+@pytest.mark.parametrize("module", ["lucid._core", "lucid._linalg", "lucid._ops"])
 def test_every_node_class_of_lucids_own_modules_is_trusted(module):
     classes = _node_classes(module)
     assert len(classes) > 5, classes            # the module defines its node classes

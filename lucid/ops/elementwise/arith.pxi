@@ -2,20 +2,11 @@
 
 cdef class BinaryBackward(Node):
     """Shared fields of binary nodes: each input's shape (None if not broadcast) and dtype."""
-    cdef object a_shape
-    cdef object b_shape
-    cdef cnp.dtype a_dtype
-    cdef cnp.dtype b_dtype
-    cdef SavedTensor a
-    cdef SavedTensor b
+    # its fields, and reduced(), are in _core_internal.pxi: lucid._ops subclasses it
 
     cdef void release_saved(self):
         self.a = None
         self.b = None
-
-    cdef inline tuple reduced(self, object ga, object gb):
-        return (None if ga is None else reduce_grad(ga, self.a_shape, self.a_dtype),
-                None if gb is None else reduce_grad(gb, self.b_shape, self.b_dtype))
 
 
 cdef void record_broadcast(BinaryBackward node, Tensor a, Tensor b, Tensor out) except *:
@@ -31,9 +22,6 @@ cdef void record_broadcast(BinaryBackward node, Tensor a, Tensor b, Tensor out) 
 # Note [Elementwise rules] (ops/elementwise/unary.pxi) for binary ops: rule_x(g, x, y) and rule_y(g, x, y)
 # are the gradient terms of each input; backward reduces them to the input's shape, the jvp
 # sums rule_x(tx) + rule_y(ty) (broadcast to the output's shape).
-
-ctypedef Tensor (*binary_rule)(Tensor g, Tensor x, Tensor y)
-
 
 cdef inline Tensor rule_y_term(binary_rule rule_x, binary_rule rule_y, Tensor g, Tensor x,
                                Tensor y):
@@ -518,3 +506,8 @@ cdef object compare(Tensor self, object other, int op):
 
 cdef tuple COMPARE_UFUNCS = (np.less, np.less_equal, np.equal, np.not_equal, np.greater,
                              np.greater_equal)
+
+
+cdef object compare_ufunc(int op):
+    """The NumPy ufunc of comparison op (Py_LT ... Py_GE), for lucid.eq and the others."""
+    return COMPARE_UFUNCS[op]

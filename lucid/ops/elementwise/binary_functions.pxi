@@ -8,9 +8,8 @@
 
 cdef class BinaryRuleBackward(BinaryBackward):
     """Shared apply of the binary functions: each input's rule on the saved inputs, reduced to
-    the input's shape. A function's node class is a docstring on this base (Atan2Backward, ...)."""
-    cdef binary_rule rule_x
-    cdef binary_rule rule_y
+    the input's shape. A function's node class is a docstring on this base (Atan2Backward, ...).
+    Its fields (rule_x, rule_y) are in _core_internal.pxi: lucid._ops subclasses it."""
 
     cdef tuple apply(self, tuple grads):
         g = grads[0]

@@ -9,7 +9,7 @@ cdef Tensor compare_op(object x, object y, int op):
     cdef str name = COMPARE_NAMES[op]
     cdef Tensor a = operand(x, name), b = operand(y, name)
     try:
-        return wrap(as_array(COMPARE_UFUNCS[op](a.data, b.data)))
+        return wrap(as_array(compare_ufunc(op)(a.data, b.data)))
     except ValueError:
         raise shape_error(name, a, b) from None
 

@@ -23,7 +23,8 @@ cdef object special_kernel(int op, int n, Tensor a):
     if not is_float_dtype(dt):
         dt = default_float_dtype()
     cdef cnp.ndarray src = np.asarray(a.data, dtype=dt, order="C")     # 0-d stays 0-d
-    cdef cnp.ndarray out = <cnp.ndarray>empty_like_fast(src)
+    cdef cnp.ndarray out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(src), cnp.PyArray_DIMS(src),
+                                           cnp.PyArray_TYPE(src), 0)
     cdef long size = cnp.PyArray_SIZE(src)
     cdef int failed
     if cnp.PyArray_TYPE(src) == cnp.NPY_FLOAT64:
@@ -156,6 +157,12 @@ def polygamma(n, input):
         raise ValueError(f"polygamma: n is {order}, beyond the orders supported (10**9)")
     return polygamma_of(<int>order, operand(input, "polygamma"))
 define_op(polygamma, POINTWISE, FLOAT, method="own")
+
+
+def _tensor_polygamma(Tensor self, n):
+    """The n-th derivative of digamma at self (lucid.polygamma(n, self))."""
+    return polygamma(n, self)
+install_methods(Tensor, {"polygamma": _tensor_polygamma})
 
 
 # -- erfinv ------------------------------------------------------------------------------------

@@ -5,12 +5,12 @@
 # of y) and its jvp (g: the tangent of x). The backward node calls it with what it saved (x or
 # y; the other is None); the forward calls it with both when a dual level is active.
 
-ctypedef Tensor (*unary_rule)(Tensor g, Tensor x, Tensor y)
+# (unary_rule, the C type of such a rule, is declared in _core_internal.pxi)
 
 
 cdef class UnaryBackward(Node):
     """Shared field of unary nodes: the one saved tensor (input or output)."""
-    cdef SavedTensor saved_x
+    # its field (saved_x) is declared in _core_internal.pxi: lucid._ops subclasses it
 
     cdef void release_saved(self):
         self.saved_x = None
@@ -78,8 +78,8 @@ cdef class RuleBackward(UnaryBackward):
 
     An elementwise op's node class is a docstring on this base (ExpBackward, Log1pBackward, ...);
     only tanh and sigmoid apply their own fused kernel, which may write into the gradient."""
-    cdef unary_rule rule
-    cdef bint saved_is_output
+    # its fields (rule, saved_is_output) are declared in _core_internal.pxi: lucid._ops
+    # subclasses it
 
     cdef tuple apply(self, tuple grads):
         cdef Tensor saved = self.saved_x.unpack(self)

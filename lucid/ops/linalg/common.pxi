@@ -23,9 +23,9 @@ EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("qr", ["Q", "R"])
 
 
-# linalg_float_operand (x as a float tensor), float_result (a LAPACK result as a tensor) and
-# tracks (does reverse mode record through a jvp's inputs?) are the core's: ops/linalg/products.pxi
-# and _core_internal.pxi, shared with linalg.norm.
+# linalg_float_operand (x as a float tensor) and float_result (a LAPACK result as a tensor) are
+# in ops/linalg/products.pxi, shared with linalg.norm; tracks (does reverse mode record through a
+# jvp's inputs?) is the core's (_core_internal.pxi).
 
 
 cdef Tensor square_operand(object x, str op):

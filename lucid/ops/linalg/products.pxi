@@ -2,7 +2,7 @@
 # linalg.norm: the vector 2-norm is its own node (gradient 0 at a zero vector); the other norms
 # are composed from lucid ops (abs sums and maxima; 'nuc', 2, -2 from the singular values, the
 # square roots of the Gram matrix's eigenvalues, which differentiate through eigh's eigenvalues),
-# and the two helpers the core shares with lucid._linalg (declared in _core_internal.pxi).
+# and the two helpers the rest of lucid._linalg shares.
 
 
 cdef Tensor linalg_float_operand(object x, str op, str what):

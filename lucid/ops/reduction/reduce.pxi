@@ -61,6 +61,14 @@ cdef tuple reduced_shape(tuple shape, tuple dims, bint keepdim):
     return tuple([shape[i] for i in range(len(shape)) if i not in dims])
 
 
+cdef Py_ssize_t reduced_count(tuple shape, tuple dims):
+    """How many entries of x each output of a reduction over dims combines."""
+    cdef Py_ssize_t n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "mean" if is_mean else "sum")
     cdef cnp.dtype dt = descr(a.data)
@@ -118,9 +126,7 @@ cdef class AmaxBackward(Node):
     A NaN extreme is matched by the NaNs that made it; unpicked places get exactly 0 (Note
     [Mask by selection]). The weight is made from the saved x when backward runs: an extreme
     whose result is detached (the max-shift of a log-sum-exp) costs no more than the max."""
-    cdef SavedTensor x
-    cdef tuple dims
-    cdef bint keepdim
+    # its fields (x, dims, keepdim) are in _core_internal.pxi: lucid._ops subclasses it
 
     cdef void release_saved(self):
         self.x = None

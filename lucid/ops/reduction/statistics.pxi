@@ -44,14 +44,6 @@ cdef Tensor kept_dims(Tensor z, tuple in_shape, tuple dims, bint keepdim):
     return reshape(z, tuple(kept))
 
 
-cdef Py_ssize_t reduced_count(tuple shape, tuple dims):
-    """How many entries of x each output of a reduction over dims combines."""
-    cdef Py_ssize_t n = 1
-    for d in dims:
-        n *= shape[d]
-    return n
-
-
 cdef Tensor spread_jvp(spread_rule rule, Tensor a, Tensor out, tuple dims, bint keepdim,
                        object param):
     """Note [Spread rules]: out's tangent, sum(rule(t, a, out) over dims), or None."""

@@ -39,8 +39,7 @@ cdef bint is_basic(object key):
 
 cdef class IndexBackward(Node):
     """y = x[idx]  ->  gx = index_backward(g, x.shape, idx): zeros with g added at idx"""
-    cdef tuple in_shape
-    cdef object key
+    # its fields (in_shape, key) are declared in _core_internal.pxi: lucid._ops subclasses it
 
     cdef tuple apply(self, tuple grads):
         return (index_backward(grads[0], self.in_shape, self.key),)

@@ -420,7 +420,8 @@ def triu(input, diagonal=0):
 define_op(triu, BATCHED_MATRIX, ANY)
 
 
-# -- movedim, mT, expand_as, contiguous: the existing views and clone under PyTorch's names --------
+# -- movedim: the existing permute under PyTorch's name (mT, expand_as and contiguous, which
+#    Tensor's own methods call, are in ops/shape/shape.pxi) -----------------------------------
 
 def movedim(input, source, destination):
     """input with dims source moved to positions destination, the rest in order (a view)."""
@@ -438,26 +439,27 @@ def movedim(input, source, destination):
 define_op(movedim, DIMS, ANY)
 
 
-cdef Tensor matrix_transpose(Tensor a):
-    """a with its last two dims swapped (a view)."""
-    cdef int nd = ndim_of(a.data)
-    if nd < 2:
-        raise RuntimeError(f"mT: needs a matrix or a batch of matrices, got shape {a.data.shape}")
-    return transpose(a, nd - 2, nd - 1)
+# -- the family's Tensor methods with their own signatures (t.flip(0, 1), t.split(2, dim=1)) ----
+
+def _tensor_flip(Tensor self, *dims):
+    """self reversed along each of dims, a copy (lucid.flip)."""
+    return flip(self, shape_arg(dims))
 
 
-cdef Tensor expand_as(Tensor a, object other):
-    """a expanded to other's shape (a view)."""
-    return expand(a, tensor_arg(other, "expand_as", "other").data.shape)
+def _tensor_repeat(Tensor self, *sizes):
+    """self repeated sizes[i] times along each dim (extra leading sizes add dims), a copy."""
+    return repeat(self, shape_arg(sizes))
 
 
-cdef Tensor contiguous(Tensor a):
-    """a when its memory is already C-contiguous, else a C-contiguous copy (like clone)."""
-    if a.data.flags.c_contiguous:
-        return a
-    cdef Tensor out = wrap(np.ascontiguousarray(a.data))
-    if fw_active():
-        set_tangent(out, linear_jvp(a, clone, ()))
-    if grad_enabled() and a.requires_grad_c():
-        attach_output(out, record(CloneBackward.__new__(CloneBackward), a, None), 0)
-    return out
+def _tensor_tile(Tensor self, *dims):
+    """self repeated dims[i] times along each dim, missing leading dims as 1 (lucid.tile)."""
+    return tile(self, shape_arg(dims))
+
+
+def _tensor_split(Tensor self, split_size, dim=0):
+    """self cut along dim into pieces of split_size or the given sizes (lucid.split)."""
+    return split(self, split_size, dim)
+
+
+install_methods(Tensor, {"flip": _tensor_flip, "repeat": _tensor_repeat, "tile": _tensor_tile,
+                         "split": _tensor_split})

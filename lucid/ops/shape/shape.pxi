@@ -278,3 +278,31 @@ def flatten(input, start_dim=0, end_dim=-1):
         merged *= size                   # never -1: it is ambiguous when a size is 0
     return reshape(t, shape[:s] + (merged,) + shape[e + 1:])
 define_op(flatten, DIMS, ANY)
+
+
+# -- mT, expand_as, contiguous: the existing views and clone under PyTorch's names (Tensor's
+#    own methods, so in the core; movedim is in ops/shape/rearrange.pxi) ---------------------
+
+cdef Tensor matrix_transpose(Tensor a):
+    """a with its last two dims swapped (a view)."""
+    cdef int nd = ndim_of(a.data)
+    if nd < 2:
+        raise RuntimeError(f"mT: needs a matrix or a batch of matrices, got shape {a.data.shape}")
+    return transpose(a, nd - 2, nd - 1)
+
+
+cdef Tensor expand_as(Tensor a, object other):
+    """a expanded to other's shape (a view)."""
+    return expand(a, tensor_arg(other, "expand_as", "other").data.shape)
+
+
+cdef Tensor contiguous(Tensor a):
+    """a when its memory is already C-contiguous, else a C-contiguous copy (like clone)."""
+    if a.data.flags.c_contiguous:
+        return a
+    cdef Tensor out = wrap(np.ascontiguousarray(a.data))
+    if fw_active():
+        set_tangent(out, linear_jvp(a, clone, ()))
+    if grad_enabled() and a.requires_grad_c():
+        attach_output(out, record(CloneBackward.__new__(CloneBackward), a, None), 0)
+    return out
