@@ -11,19 +11,33 @@ that spell it out for Python readers: `python tools/gen_ops.py` (after a build),
 
 Each file holds one marked block per target; the rest of the file is left as it is.
 """
+import importlib.util
 import inspect
 import pathlib
 import sys
 import types
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+
+
+def compiled_package():
+    """The lucid/ folder whose compiled modules hold the registry: the checkout's when it is
+    built, else the installed package's (an unpacked sdist's tests check its files that way)."""
+    here = ROOT / "lucid"
+    if any(here.glob("_core.*.so")) or any(here.glob("_core.*.pyd")):
+        return here
+    spec = importlib.util.find_spec("lucid")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit(f"tools/gen_ops.py: {here} holds no build and no lucid is installed")
+    return pathlib.Path(list(spec.submodule_search_locations)[0])
+
 
 # The compiled modules are imported without running lucid/__init__.py, whose generated imports
 # fail while they are out of date (an op moved from one module to another): the package is an
-# empty module over the checkout's lucid/ folder, so the checkout's build is what is read.
+# empty module over that lucid/ folder, so its build is what is read.
+PACKAGE = compiled_package()
 sys.modules["lucid"] = types.ModuleType("lucid")
-sys.modules["lucid"].__path__ = [str(ROOT / "lucid")]
+sys.modules["lucid"].__path__ = [str(PACKAGE)]
 import lucid._core  # noqa: E402
 import lucid._linalg  # noqa: E402,F401  (registers its ops)
 import lucid._ops  # noqa: E402,F401  (registers its ops)
