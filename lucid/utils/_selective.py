@@ -37,7 +37,7 @@ _SAVE = frozenset((CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE,
 class SelectiveCheckpointContext:
     """What the policy function gets first: is_recompute is always False (the policy runs in
     the forward pass only, as PyTorch's now does)."""
-    __slots__ = ("is_recompute",)
+    __slots__ = {"is_recompute": "False: the policy runs while forward records, never in a recompute."}
 
     def __init__(self, is_recompute=False):
         self.is_recompute = is_recompute
