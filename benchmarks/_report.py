@@ -4,6 +4,7 @@ Everything here works from the report dict alone (the JSON), whose result record
 samples: ``--compare`` recomputes the intervals of old and new runs from their samples.
 """
 import json
+import textwrap
 
 import numpy as np
 
@@ -123,6 +124,11 @@ def row_label(wl, variant):
     return f"{wl['id']} {wl['name']}" + ("" if variant == "main" else f" ({variant})")
 
 
+def short_label(wl, variant):
+    """The row's workload id (and variant): the tables after the first, which names them."""
+    return wl["id"] + ("" if variant == "main" else f" ({variant})")
+
+
 def _time_cell(rec, phase=None):
     if rec is None:
         return "-"
@@ -154,11 +160,13 @@ def format_report(report):
              f"threads: OMP/OPENBLAS/MKL={e.get('OMP_NUM_THREADS')}/"
              f"{e.get('OPENBLAS_NUM_THREADS')}/{e.get('MKL_NUM_THREADS')}; "
              f"OPENBLAS_CORETYPE={e.get('OPENBLAS_CORETYPE')}; {blas_kernels(env)}"
-             f"mode={'quick' if cfg['quick'] else 'full'}; clock={cfg['clock']}", ""]
+             f"mode={'quick' if cfg['quick'] else 'full'}; clock={cfg['clock']}"
+             + (f"; measured in {report['summary']['elapsed_s']:.0f} s"
+                if report.get("summary", {}).get("elapsed_s") is not None else ""), ""]
     if not wls:
         return "\n".join(lines[:2])
     libs = [lib for lib in LIBS if have_torch or lib != "torch"]
-    rows, drows, extra = [], [], []
+    rows, drows, nrows, extra = [], [], [], []
     for w in wls:
         by_variant = {}
         for r in w["ratios"]:
@@ -177,15 +185,14 @@ def format_report(report):
                     r = ratios.get(f"{LABEL[a]}/{LABEL[b]}")
                     st = (res[a] or {}).get("status")
                     cells.append(fmt_interval(r) if st in ("ok", None) else st)
-            tg = [f"<={r['target']:g} {r['name'].split('/')[1]}: {r.get('verdict', '-')}"
+            tg = [f"{r['name'].split('/')[1]}<={r['target']:g} {r.get('verdict', '-')}"
                   for r in ratios.values() if r.get("target") is not None
                   and r["name"] in ("lucid/torch", "lucid/floor")]
             mem = w.get("memory") if variant == "main" else None
-            if mem and mem.get("lucid<=torch") is not None:
-                tg.append("mem<=torch: " + ("met" if mem["lucid<=torch"] else "MISSED"))
-            drows.append([row_label(w, variant)] + cells + ["; ".join(tg) or "-",
-                                                            _node_cells(w, variant, libs),
-                                                            _mem_cell(mem)])
+            drows.append([short_label(w, variant)] + cells + [", ".join(tg) or "-"])
+            nodes, memory = _node_cells(w, variant, libs), _mem_cell(mem)
+            if nodes or memory:
+                nrows.append([short_label(w, variant), nodes or "-", memory or "-"])
             for r in ratios.values():
                 if r["name"] not in [f"{LABEL[a]}/{LABEL[b]}" for a, b in DEFAULT_RATIOS]:
                     extra.append(f"  {w['id']} {r['name']}: {fmt_interval(r)}"
@@ -198,16 +205,28 @@ def format_report(report):
               "solve), bwd = the backward pass; floor = the same math in NumPy by hand",
               table(headers, rows), "",
               f"Ratios of medians [{_stats.LEVEL:.0%} bootstrap interval] (lower is better); "
-              "target: met/MISSED, with ? when the interval straddles it; "
-              "ns/node = median / nodes, fwd+bwd|bwd",
+              "target: met/MISSED, with ? when the interval straddles it",
               table(["workload"] + [f"{LABEL[a]}/{LABEL[b]}" for a, b in DEFAULT_RATIOS
-                                    if have_torch or "torch" not in (a, b)]
-                    + ["target", "ns/node " + " | ".join(LABEL[lib] for lib in libs),
-                       "peak mem " + " | ".join(LABEL[lib] for lib in LIBS)], drows)]
+                                    if have_torch or "torch" not in (a, b)] + ["target"], drows)]
+    if nrows:
+        lines += ["", "Per node: median / nodes, fwd+bwd|bwd; peak memory: see the notes",
+                  table(["workload", "ns/node " + "  ".join(LABEL[lib] for lib in libs),
+                         "peak mem " + " | ".join(LABEL[lib] for lib in LIBS)], nrows)]
     if extra:
         lines += ["", "More ratios:"] + extra
     lines += _notes(wls)
-    return "\n".join(lines)
+    return "\n".join(wrapped(line) for line in lines)
+
+
+WIDTH = 120                                      # the widest line the report prints
+
+
+def wrapped(line):
+    """A prose line folded to WIDTH (a note's continuation indented); tables are built to fit."""
+    if len(line) <= WIDTH or "\n" in line:       # short, or a table (made to fit)
+        return line
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.fill(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _node_cells(w, variant, libs):
@@ -220,10 +239,14 @@ def _node_cells(w, variant, libs):
 
 
 def _mem_cell(mem):
+    """The peak memory of each library, and the verdict of lucid <= torch when both ran."""
     if not mem:
         return ""
-    return " | ".join(fmt_bytes(mem[n]["peak_bytes"]) if mem.get(n, {}).get("status") == "ok"
+    cell = " | ".join(fmt_bytes(mem[n]["peak_bytes"]) if mem.get(n, {}).get("status") == "ok"
                       else (mem.get(n, {}).get("status") or "-") for n in LIBS)
+    if mem.get("lucid<=torch") is not None:
+        cell += "  (lucid<=torch " + ("met)" if mem["lucid<=torch"] else "MISSED)")
+    return cell
 
 
 def _notes(wls):

@@ -119,19 +119,20 @@ def read_records(path):
     return recs
 
 
-def run_workers(mods, quick, clock="wall"):
+def run_workers(mods, quick, clock="wall", total=None):
     """Run the workloads in child processes, one group per environment a workload asks for
-    (its ENV, e.g. W5/AVX2's NumPy CPU features); returns the list of records."""
+    (its ENV, e.g. W5/AVX2's NumPy CPU features); returns the list of records. Progress counts
+    each workload by its place in mods, of total (default: len(mods))."""
     records = []
     groups = {}
-    for m in mods:
-        groups.setdefault(tuple(sorted(getattr(m, "ENV", {}).items())), []).append(m)
+    for i, m in enumerate(mods, 1):
+        groups.setdefault(tuple(sorted(getattr(m, "ENV", {}).items())), []).append((i, m))
     for env, group in groups.items():
-        records += run_worker_group(group, quick, clock, dict(env))
+        records += run_worker_group(group, quick, clock, dict(env), total or len(mods))
     return records
 
 
-def run_worker_group(mods, quick, clock, extra_env):
+def run_worker_group(numbered, quick, clock, extra_env, total):
     """Run workloads sharing one environment in child processes; returns the list of records.
 
     When the child dies (crash, or no progress within the timeout), the cell it was in gets an
@@ -139,14 +140,14 @@ def run_worker_group(mods, quick, clock, extra_env):
     PyTorch still get their figures; then the remaining workloads go on in a new child.
     """
     records = []
-    pending = [(i, m, "") for i, m in enumerate(mods, 1)]
+    pending = [(i, m, "") for i, m in numbered]
     timeout = WORKLOAD_TIMEOUT["quick" if quick else "full"]
     while pending:
         fd, out_path = tempfile.mkstemp(prefix="lucid-bench-", suffix=".jsonl")
         os.close(fd)
         items = ",".join(f"{i}:{m.ID}" + (f":-{skip}" if skip else "") for i, m, skip in pending)
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", items, "--_out", out_path,
-               f"--_count={len(mods)}", f"--clock={clock}"]
+               f"--_count={total}", f"--clock={clock}"]
         if quick:
             cmd.append("--quick")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=dict(os.environ, **extra_env))
@@ -293,12 +294,12 @@ def main(argv=None):
     if args.in_process:
         fd, out_path = tempfile.mkstemp(prefix="lucid-bench-", suffix=".jsonl")
         os.close(fd)
-        h.worker_main([(i, len(timed), m, set()) for i, m in enumerate(timed, 1)], args.quick,
+        h.worker_main([(i, len(mods), m, set()) for i, m in enumerate(timed, 1)], args.quick,
                       out_path)
         records = read_records(out_path)
         os.unlink(out_path)
     else:
-        records = run_workers(timed, args.quick, args.clock) if timed else []
+        records = run_workers(timed, args.quick, args.clock, len(mods)) if timed else []
     envs = [r["env"] for r in records if r["type"] == "env"]
     env = envs[0] if envs else h.env_info({n: lib for n in ("torch", "lucid")
                                            for lib in [h.load_lib(n)[0]] if lib})
@@ -314,7 +315,8 @@ def main(argv=None):
             h.progress(f"{m.ID} peak memory: " + ", ".join(
                 f"{lib} " + (_report.fmt_bytes(v["peak_bytes"]) if v.get("status") == "ok"
                              else v.get("status")) for lib, v in w["memory"].items()))
-    for m in standalone:
+    for k, m in enumerate(standalone, len(timed) + 1):
+        h.progress(f"[{k}/{len(mods)}] {m.ID} {m.NAME}: measuring ...")
         report["workloads"].append(m.run(args.quick, lambda lib, n, m=m: fresh(m.ID, lib,
                                                                                 args.quick, n)))
     for w in report["workloads"]:

@@ -158,29 +158,26 @@ def format_table(wl):
     def iv(x):
         return "-" if x is None else f"{x[0]:.0f} [{x[1]:.0f}, {x[2]:.0f}]"
 
-    rows = []
-    for n in wl["sizes"]:
-        row = [f"{n:.0e}"]
-        for lib in ("lucid", "torch", "numpy"):
+    rows, ratio_rows = [], []
+    for n in wl["sizes"]:                        # one row per N and library: the table fits 120
+        for lib, label in (("lucid", "lucid"), ("torch", "torch"), ("numpy", "floor")):
             rec = wl["results"].get(cell(lib, n)) or {}
+            row = [f"{n:.0e}", label]
             if rec.get("status") != "ok":
-                row += [rec.get("status", "-")] + ["-"] * (2 if lib == "numpy" else 3)
+                rows.append(row + [rec.get("status", "-"), "-", "-", "-"])
                 continue
-            row += [iv(per_node(rec, "fwd")), iv(per_node(rec, "bwd"))]
-            if lib != "numpy":
-                row.append(f"{rec['bytes_per_node']:.0f}")
-            row.append(f"{rec['gc_share']:.0%}")
+            rows.append(row + [iv(per_node(rec, "fwd")), iv(per_node(rec, "bwd")),
+                               "-" if lib == "numpy" else f"{rec['bytes_per_node']:.0f}",
+                               f"{rec['gc_share']:.0%}"])
         ratios = {r["name"]: r for r in wl["ratios"] if r["variant"] == f"N={n}"}
-        row += [_report.fmt_interval(ratios.get(f"lucid/torch {p}", {})) for p in ("fwd", "bwd")]
-        rows.append(row)
-    headers = ["N", "lucid fwd", "lucid bwd", "lucid B", "lucid gc", "torch fwd", "torch bwd",
-               "torch B", "torch gc", "floor fwd", "floor bwd", "floor gc",
-               "lucid/torch fwd", "lucid/torch bwd"]
+        ratio_rows.append([f"{n:.0e}"] + [_report.fmt_interval(ratios.get(f"lucid/torch {p}", {}))
+                                          for p in ("fwd", "bwd")])
     lines = [f"W10 scaling: {DESCRIPTION}",
              f"ns/node: median [{_stats.LEVEL:.0%} interval] over 2N nodes; B = bytes/node (RSS "
              "growth while the graph is alive / nodes; one measurement, coarse at small N); "
              "gc = share of the timed time spent in the cyclic GC",
-             _report.table(headers, rows)]
+             _report.table(["N", "library", "fwd ns/node", "bwd ns/node", "B/node", "gc"], rows),
+             "", _report.table(["N", "lucid/torch fwd", "lucid/torch bwd"], ratio_rows)]
     for r in wl["ratios"]:
         if r["variant"] == "main":
             lines.append(f"  {r['name']}: {_report.fmt_interval(r)}"
@@ -195,7 +192,7 @@ def format_table(wl):
                      + ("met" if lb / tb <= BYTES_TARGET else "MISSED"))
     notes = {f"{c}: {r.get('status')}: {r.get('message')}" for c, r in wl["results"].items()
              if r and r.get("status") != "ok"}
-    return "\n".join(lines + sorted(f"  {n}" for n in notes))
+    return "\n".join(_report.wrapped(line) for line in lines + sorted(f"  {n}" for n in notes))
 
 
 def plot(wl, ax_time, ax_mem):

@@ -93,3 +93,62 @@ def test_plot_has_a_colour_for_every_ratio_name(tmp_path):
     path = tmp_path / "chart.png"
     assert _report.write_plot(report, str(path)) is None
     assert path.stat().st_size > 0
+
+
+def fake_workload(wid, name, variants=(), memory=False, nodes=None, seed=0):
+    """A workload record as run.py assembles it, with samples for every library (torch too)."""
+    results = {}
+    for k, sfx in enumerate([""] + [":" + v for v in variants]):
+        for j, lib in enumerate(("lucid", "numpy", "torch")):
+            results[lib + sfx] = {"status": "ok", "samples": {
+                "fwd_ns": noisy(1e5 * (j + 1), 30, seed + 10 * k + j),
+                "bwd_ns": noisy(2e5 * (j + 1), 30, seed + 10 * k + j + 5)}}
+    wl = {"id": wid, "name": name, "metric": "fwd+bwd", "results": results,
+          "targets": {"lucid/torch": 0.05, "lucid/floor": 0.9}}
+    if nodes:
+        wl["nodes"] = nodes
+    if memory:
+        wl["memory"] = {lib: {"status": "ok", "peak_bytes": 88_000_000 + k}
+                        for k, lib in enumerate(("lucid", "numpy", "torch"))}
+    _report.derive(wl)
+    return wl
+
+
+def test_the_report_fits_in_120_columns_with_every_column_filled():
+    """With PyTorch's columns, a variant, per-node figures and peak memory (the widest run), no
+    line of the printed report is wider than 120 characters."""
+    report = {"workloads": [
+        fake_workload("W1", "deep chain", nodes=2000, seed=1),
+        fake_workload("W5/AVX2", "large elementwise (NumPy AVX2)", memory=True, seed=2),
+        fake_workload("W9", "forward mode", variants=("chain-fwd", "mlp-fwd"), nodes=1000, seed=3)],
+        "env": {"torch": "2.13.0", "python": "3.11.7", "numpy": "2.4.6", "git": "abc1234",
+                "date_utc": "2026-12-02T00:00:00+00:00", "env": {}},
+        "config": {"quick": False, "clock": "wall"}}
+    text = _report.format_report(report)
+    assert "lucid/torch" in text and "peak mem" in text and "W9 (mlp-fwd)" in text
+    wide = [line for line in text.splitlines() if len(line) > 120]
+    assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
+
+
+def test_the_report_says_how_long_the_run_took():
+    report = {"workloads": [fake_workload("W1", "deep chain", seed=4)],
+              "env": {"env": {}}, "config": {"quick": True, "clock": "wall"},
+              "summary": {"elapsed_s": 97.4}}
+    assert "mode=quick; clock=wall; measured in 97 s" in _report.format_report(report)
+
+
+def test_the_scaling_table_fits_in_120_columns():
+    """W10's own table, every library measured at every N, fits as the main report does."""
+    from benchmarks import w10_scaling
+
+    def fresh(lib, n):
+        k = ("lucid", "numpy", "torch").index(lib)
+        return {"status": "ok", "nodes": 2 * n, "bytes_per_node": 200.0 * (k + 1),
+                "gc_share": 0.01, "samples": {"fwd_ns": noisy(1e3 * n * (k + 1), 9, n + k),
+                                              "bwd_ns": noisy(2e3 * n * (k + 1), 9, n + k + 1)}}
+    wl = w10_scaling.run(False, fresh)
+    _report.derive(wl)
+    text = w10_scaling.format_table(wl)
+    assert "lucid/torch fwd" in text and "1e+06" in text
+    wide = [line for line in text.splitlines() if len(line) > 120]
+    assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
