@@ -195,7 +195,7 @@ def _repaired(session, wheel):
     tags = re.fullmatch(r"lucid_autograd-[^-]+-(cp\d+)-(cp\d+)-(.+)\.whl", repaired.name)
     if tags is None or tags[1] != f"cp{xy}" or tags[2] != f"cp{xy}":
         session.error(f"{repaired.name}: expected the tags cp{xy}-cp{xy}")
-    if not re.match(r"manylinux_2_\d+_", tags[3]):
+    if not any(re.match(r"manylinux_2_\d+_", tag) for tag in tags[3].split(".")):
         session.error(f"{repaired.name}: auditwheel gave no manylinux tag ({tags[3]})")
     session.log(f"{repaired.name}: {repaired.stat().st_size / 1e6:.2f} MB")
     return repaired
