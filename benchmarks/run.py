@@ -50,6 +50,7 @@ REGISTRY = [
     "w8_hvp",
     "w9_forward_mode",
     "w11_lbfgs",
+    "w14_mixed_ops",
     "w10_scaling",          # fresh processes per library and size, run from this process
 ]
 
