@@ -20,6 +20,11 @@ MASK = lucid.tensor([[True, False, False], [False, True, True]])
 ARGS = {"clamp": (0.6, 1.3), "clamp_min": (0.7,), "clamp_max": (1.1,), "pow": (2.0,),
         "atan2": (lucid.tensor(A[::-1].copy()),), "masked_fill": (MASK, -1.0),
         "scatter_add": (0, lucid.tensor([[1, 0, 1]]), lucid.tensor(A[:1].copy())),
+        "scatter": (0, lucid.tensor([[1, 0, 1]]), lucid.tensor(A[:1].copy())),
+        "index_add": (0, lucid.tensor([1, 1]), lucid.tensor(A[::-1].copy())),
+        **{op: (lucid.tensor(A[::-1].copy()),) for op in ("copysign", "fmod", "remainder",
+                                                          "hypot", "xlogy")},
+        "as_strided": ((3,), (1,)),
         "transpose": (0, 1), "swapaxes": (1, 0), "swapdims": (0, 1), "unsqueeze": (1,),
         "squeeze": (), "t": ()}
 
