@@ -162,6 +162,10 @@ def test_integer_and_bool_dtypes_match_pytorch(dtype):
     want = torch.scatter(_t(x), 0, _t(UNIQUE), _t(s))
     assert got.dtype == lucid.tensor(x).dtype
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for value in (2.5, 1, True):                 # a number is cast to input's dtype
+        got = lucid.scatter(_l(x), 0, _l(UNIQUE), value)
+        want = torch.scatter(_t(x), 0, _t(UNIQUE), value)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
     s3 = (RNG.integers(0, 5, (3, 4))).astype(dtype)
     alpha = True if dtype == np.bool_ else 3
     got = lucid.index_add(_l(x), 0, _l(SEL), _l(s3), alpha=alpha)
