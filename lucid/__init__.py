@@ -17,14 +17,15 @@ from ._ops import (
     acos, reduce_all as all, allclose, aminmax, reduce_any as any, argmax, argmin, argsort,
     as_strided, asin, atan, broadcast_tensors, broadcast_to, ceil, chunk, copysign, cosh, cummax,
     cummin, cumprod, cumsum, diag, diagonal, digamma, elu, eq, erf, erfc, erfinv, exp2, expm1,
-    flip, floor, fmod, frac, gather, ge, gelu, gt, hypot, index_select, is_tensor, isclose,
-    isfinite, isinf, isnan, kthvalue, le, leaky_relu, lgamma, log10, log1p, log2, log_softmax,
-    logaddexp2, logcumsumexp, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt,
-    masked_fill, masked_select, median, meshgrid, movedim, nan_to_num, nanmean, nanmedian,
-    nanquantile, nansum, narrow, ne, norm, numel, polygamma, prod, quantile, reciprocal,
-    remainder, roll, round, rsqrt, scatter_add, select, sign, silu, sinc, sinh, softmax, softplus,
-    sort, split, split_with_sizes, square, std, std_mean, swapaxes, swapdims, t, take_along_dim,
-    tan, tile, topk, trace, tril, triu, trunc, unbind, unflatten, var, var_mean, xlogy,
+    flip, floor, fmod, frac, gather, ge, gelu, gt, hypot, index_add, index_select, is_complex,
+    is_floating_point, is_tensor, isclose, isfinite, isinf, isnan, kthvalue, le, leaky_relu,
+    lgamma, log10, log1p, log2, log_softmax, logaddexp2, logcumsumexp, logical_and, logical_not,
+    logical_or, logical_xor, logsumexp, lt, masked_fill, masked_select, median, meshgrid, movedim,
+    nan_to_num, nanmean, nanmedian, nanquantile, nansum, narrow, ne, norm, numel, polygamma, prod,
+    quantile, reciprocal, remainder, roll, round, rsqrt, scatter, scatter_add, select, sign, silu,
+    sinc, sinh, softmax, softplus, sort, split, split_with_sizes, square, std, std_mean, swapaxes,
+    swapdims, t, take_along_dim, tan, tile, topk, trace, tril, triu, trunc, unbind, unflatten,
+    var, var_mean, xlogy,
 )
 # -- end of generated: lucid ops
 from ._creation import (

@@ -176,3 +176,6 @@ cdef class BinaryRuleBackward(BinaryBackward):   # ... that applies its two rule
 cdef Tensor identity_rule(Tensor g, Tensor x, Tensor y)   # g
 cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_type,
                          binary_rule rule_x, binary_rule rule_y)   # ufunc(x, y), recorded by rules
+cdef void refuse_integers(cnp.dtype dt, str name) except *   # NotImplementedError unless dt floats
+cdef Tensor float_only_binary(object x, object y, str name, object ufunc, type node_type,
+                              binary_rule rule_x, binary_rule rule_y)   # float_binary, floats only

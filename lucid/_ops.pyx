@@ -12,6 +12,8 @@ the views Tensor's own methods make) stays in the core.
 cimport numpy as cnp
 from lucid._core cimport *
 
+import warnings
+
 import numpy as np
 # Python-level names of the core the ops use: dtypes, functions defined with def, and getitem,
 # which a linear jvp names as the op to apply to the tangent (calls of it stay C calls)

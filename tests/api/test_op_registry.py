@@ -35,6 +35,9 @@ NO_TABLE_ROW = {
     "argsort": "indices: no gradient (tests/ops/test_order.py checks them against sort's)",
     "numel": "returns a Python int: no gradient; tests/ops/test_views.py test it",
     "is_tensor": "returns a Python bool: no gradient; tests/ops/test_views.py test it",
+    "is_floating_point": "returns a Python bool: no gradient; tests/api/test_parity_names.py "
+                         "tests it",
+    "is_complex": "returns a Python bool: no gradient; tests/api/test_parity_names.py tests it",
     **{step: "a step function: zero gradient (tests/ops/test_elementwise.py)"
        for step in ("sign", "floor", "ceil", "trunc", "round")},
     "linalg.matrix_rank": "an int64 count: no gradient; tests/ops/test_linalg_more.py tests it",
@@ -133,7 +136,8 @@ def test_the_bad_input_sweep_calls_every_op():
 
 SAMPLE_ARGS = {            # extra arguments for a call on one (2, 2) tensor x
     "clamp": (0,), "masked_fill": ("mask", 0), "pow": ("x",), "gather": (0, "index"),
-    "index_select": (0, "index1"), "scatter_add": (0, "index", "x"), "take_along_dim": ("index",),
+    "index_select": (0, "index1"), "scatter_add": (0, "index", "x"), "scatter": (0, "index", "x"),
+    "index_add": (0, "index1", "row"), "take_along_dim": ("index",),
     "masked_select": ("mask",), "narrow": (0, 0, 1), "flip": ((0,),), "tile": ((1, 2),),
     "roll": (1,), "movedim": (0, 1), "split": (1,), "chunk": (2,), "reshape": ((4,),),
     "view": ((4,),), "expand": ((2, 2, 2),), "permute": ((1, 0),), "transpose": (0, 1),
@@ -157,7 +161,7 @@ def required_operands(op):
 def sample_call(op, dtype):
     x = lucid.tensor(np.array([[1, 2], [3, 0]]).astype(dtype))
     fillers = {"mask": lucid.tensor([[True, False], [False, True]]),
-               "index": lucid.tensor([[0, 1], [1, 0]]), "index1": lucid.tensor([1]), "x": x,
+               "index": lucid.tensor([[0, 1], [1, 0]]), "index1": lucid.tensor([1]), "x": x, "row": x[:1],
                "ones": lucid.tensor(np.ones((2, 2)).astype(dtype))}
     if op.name in ("cat", "stack"):
         return op.function([x, x])

@@ -12,6 +12,11 @@ import lucid
 import lucid._core as core
 import lucid.autograd.forward_ad as fwAD
 
+try:
+    import torch
+except ImportError:          # the PyTorch comparison says why it did not run
+    torch = None
+
 FORMS = [op for op in core.registered_ops() if op.inplace != "none"]
 VALUES = [op for op in FORMS if op.inplace == "values"]
 VIEWS = [op for op in FORMS if op.inplace == "view"]
@@ -20,6 +25,11 @@ MASK = lucid.tensor([[True, False, False], [False, True, True]])
 ARGS = {"clamp": (0.6, 1.3), "clamp_min": (0.7,), "clamp_max": (1.1,), "pow": (2.0,),
         "atan2": (lucid.tensor(A[::-1].copy()),), "masked_fill": (MASK, -1.0),
         "scatter_add": (0, lucid.tensor([[1, 0, 1]]), lucid.tensor(A[:1].copy())),
+        "scatter": (0, lucid.tensor([[1, 0, 1]]), lucid.tensor(A[:1].copy())),
+        "index_add": (0, lucid.tensor([1, 1]), lucid.tensor(A[::-1].copy())),
+        **{op: (lucid.tensor(A[::-1].copy()),) for op in ("copysign", "fmod", "remainder",
+                                                          "hypot", "xlogy")},
+        "as_strided": ((3,), (1,)),
         "transpose": (0, 1), "swapaxes": (1, 0), "swapdims": (0, 1), "unsqueeze": (1,),
         "squeeze": (), "t": ()}
 
@@ -113,3 +123,21 @@ def test_forward_mode_tangents_follow_the_forms():
         x.unsqueeze_(0)
         _, tx = fwAD.unpack_dual(x)
         assert tx.shape == (1, 2, 3)
+
+
+def _as_torch(a):
+    return torch.tensor(a.numpy()) if isinstance(a, lucid.Tensor) else a
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed; pip install torch==2.13.0 to "
+                    "compare the forms with PyTorch's")
+@pytest.mark.parametrize("op", FORMS, ids=short)
+def test_a_form_writes_what_pytorchs_form_writes(op):
+    name = short(op) + "_"
+    args = ARGS.get(short(op), ())
+    x = lucid.tensor(A.copy())
+    getattr(x, name)(*args)
+    want = torch.tensor(A.copy())
+    getattr(want, name)(*[_as_torch(a) for a in args])
+    assert x.shape == tuple(want.shape)
+    np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)

@@ -4,8 +4,8 @@ Each row is an ``op_spec.OpSpec`` (name, lucid callable, NumPy reference, input-
 one domain per input) made by ``Rows.op``. Every input is a differentiable float tensor; index
 tensors and masks are constants baked into the callables (several repeat an index, so gradients
 must add up). split, chunk and unbind return a tuple of tensors (``multi_output``); their
-references return the tuple of arrays. scatter_add's input and src must share a dtype
-(``same_dtype``).
+references return the tuple of arrays. scatter_add's, scatter's and index_add's input and src
+must share a dtype (``same_dtype``).
 """
 import numpy as np
 
@@ -44,6 +44,21 @@ def _scatter_add_ref(a, dim, idx, src):
     return out
 
 
+def _scatter_ref(a, dim, idx, src):
+    out = a.copy()
+    for pos in np.ndindex(*idx.shape):
+        dst = list(pos)
+        dst[dim] = idx[pos]
+        out[tuple(dst)] = src[pos] if isinstance(src, np.ndarray) else src
+    return out
+
+
+def _index_add_ref(a, dim, idx, src, alpha=1.0):
+    out = np.moveaxis(a.copy(), dim, 0)
+    np.add.at(out, idx, alpha * np.moveaxis(src, dim, 0))
+    return np.moveaxis(out, 0, dim)
+
+
 def _split_ref(a, sizes, dim):
     bounds = np.cumsum(sizes)[:-1]
     return tuple(np.split(a, bounds, axis=dim))
@@ -66,6 +81,8 @@ G_IDX_SMALL = np.array([[3, 3], [0, 2]])                  # dim 1, smaller than 
 G_IDX_3D = np.array([[[1, 0, 2]], [[2, 2, 2]]])           # (2, 1, 3) into (2, 3, 4) along -1
 S_IDX = np.array([[0, 0, 2, 1], [2, 0, 2, 2]])            # scatter rows, repeats collide
 S_IDX_BIG_SRC = np.array([[4, 4, 0], [1, 0, 1]])          # src (3, 5), index (2, 3), dim 1
+SC_IDX = np.array([[0, 2, 1, 2], [1, 0, 2, 0]])          # scatter: no position written twice
+SC_IDX_BIG_SRC = np.array([[4, 0, 2], [1, 3, 0]])         # src (3, 4), index (2, 3), dim 1
 SEL = np.array([2, 0, 2])
 T_FLAT = np.array([[0, 11], [-1, 5], [5, 5]])             # take_along_dim without dim
 T_DIM1 = np.array([[3], [0], [3]])
@@ -85,6 +102,20 @@ _row("scatter_add", lambda x, s: x.scatter_add(0, _i(S_IDX), s),
      lambda a, s: _scatter_add_ref(a, 0, S_IDX, s), (((3, 4), (2, 4)),), (ANY, ANY), same_dtype=True)
 _row("lucid.scatter_add_larger_src", lambda x, s: lucid.scatter_add(x, 1, _i(S_IDX_BIG_SRC), s),
      lambda a, s: _scatter_add_ref(a, 1, S_IDX_BIG_SRC, s), (((2, 5), (3, 5)),), (ANY, ANY), same_dtype=True)
+# scatter's gradients are those of unique positions: a position written twice keeps one of its
+# values (which one is unspecified, as in PyTorch), so the rows repeat none
+_row("scatter", lambda x, s: x.scatter(0, _i(SC_IDX), s),
+     lambda a, s: _scatter_ref(a, 0, SC_IDX, s), (((3, 4), (2, 4)),), (ANY, ANY), same_dtype=True)
+_row("lucid.scatter_larger_src", lambda x, s: lucid.scatter(x, 1, _i(SC_IDX_BIG_SRC), s),
+     lambda a, s: _scatter_ref(a, 1, SC_IDX_BIG_SRC, s), (((2, 5), (3, 4)),), (ANY, ANY),
+     same_dtype=True)
+_row("scatter_value", lambda x: x.scatter(-1, _i(SC_IDX_BIG_SRC), value=-0.5),
+     lambda a: _scatter_ref(a, 1, SC_IDX_BIG_SRC, -0.5), (((2, 5),),), (ANY,))
+_row("index_add", lambda x, s: x.index_add(0, _i(SEL), s),
+     lambda a, s: _index_add_ref(a, 0, SEL, s), (((3, 4), (3, 4)),), (ANY, ANY), same_dtype=True)
+_row("lucid.index_add_alpha_dim1", lambda x, s: lucid.index_add(x, -2, _i(SEL), s, alpha=2.5),
+     lambda a, s: _index_add_ref(a, 1, SEL, s, 2.5), (((2, 4, 2), (2, 3, 2)),), (ANY, ANY),
+     same_dtype=True)
 _row("index_select_dim0", lambda x: x.index_select(0, _i(SEL)), lambda a: a[SEL],
      (((3, 4),),), (ANY,))
 _row("lucid.index_select_dim1_3d", lambda x: lucid.index_select(x, 1, _i(SEL)),

@@ -121,6 +121,28 @@ def _scatter_add_ref(a, s):
 
 _row("scatter_add_", lambda x, s: x.clone().scatter_add_(0, lucid.tensor(_S_IDX), s),
      _scatter_add_ref, (((3, 4), (2, 4)),), (ANY, ANY), same_dtype=True)
+_SC_IDX = np.array([[0, 2, 1, 2], [1, 0, 2, 0]])          # unique per column: gradients are defined
+
+
+def _scatter_ref(a, s):
+    out = a.copy()
+    out[_SC_IDX, np.arange(4)[None, :]] = s
+    return out
+
+
+_row("scatter_", lambda x, s: x.clone().scatter_(0, lucid.tensor(_SC_IDX), s),
+     _scatter_ref, (((3, 4), (2, 4)),), (ANY, ANY), same_dtype=True)
+_IA_IDX = np.array([2, 0, 2])
+
+
+def _index_add_ref(a, s):
+    out = a.copy()
+    np.add.at(out, (slice(None), _IA_IDX), -1.5 * s)
+    return out
+
+
+_row("index_add_", lambda x, s: x.clone().index_add_(1, lucid.tensor(_IA_IDX), s, alpha=-1.5),
+     _index_add_ref, (((2, 4), (2, 3)),), (ANY, ANY), same_dtype=True)
 # the view forms: the tensor becomes a view of its own memory
 _row("t_", lambda x: x.clone().t_(), lambda a: a.T, (((3, 4),), ((4,),)), (ANY,))
 _row("unsqueeze_", lambda x: x.clone().unsqueeze_(1), lambda a: np.expand_dims(a, 1),

@@ -1,4 +1,5 @@
-# Binary elementwise functions of floats: atan2, logaddexp.
+# Binary elementwise functions of floats: atan2, logaddexp (and float_only_binary, the recording
+# of the binary ops PyTorch defines on floating tensors only).
 #
 # Each section: its two rules (Note [Elementwise rules] in ops/elementwise/unary.pxi: each
 # input's rule is both its backward term and its jvp term; a symmetric op writes x's alone), its
@@ -46,6 +47,23 @@ cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_t
     return out
 
 
+cdef void refuse_integers(cnp.dtype dt, str name) except *:
+    """NotImplementedError (a RuntimeError, as PyTorch's) naming the op when dt is not floating
+    (PyTorch has no integer or bool kernel for it)."""
+    if not is_float_dtype(dt):
+        raise NotImplementedError(f"{name}: not implemented for {dtype_name(dt)} inputs; convert "
+                                  "them with .float() (or .double())")
+
+
+cdef Tensor float_only_binary(object x, object y, str name, object ufunc, type node_type,
+                              binary_rule rule_x, binary_rule rule_y):
+    """float_binary for an op PyTorch defines on floating tensors only: integer and bool operands
+    (their promoted dtype not floating) raise NotImplementedError."""
+    cdef Tensor a = operand(x, name), b = operand(y, name)
+    refuse_integers(result_dtype(a, b), name)
+    return float_binary(a, b, name, ufunc, node_type, rule_x, rule_y)
+
+
 cdef Tensor atan2_rule_x(Tensor g, Tensor x, Tensor y):
     """g*y/(x*x + y*y), and exactly 0 where x*x + y*y == 0 (PyTorch's value at the origin; a
     selection, so no NaN of the unused quotient reaches a further derivative)"""
@@ -79,6 +97,6 @@ cdef class LogaddexpBackward(BinaryRuleBackward):
 
 cpdef Tensor logaddexp(object input, object other):
     """log(exp(input) + exp(other)), without overflow."""
-    return float_binary(input, other, "logaddexp", np.logaddexp, LogaddexpBackward,
-                        logaddexp_rule_x, NULL)
-define_op(logaddexp, POINTWISE, FLOAT)
+    return float_only_binary(input, other, "logaddexp", np.logaddexp, LogaddexpBackward,
+                             logaddexp_rule_x, NULL)
+define_op(logaddexp, POINTWISE, FLOAT_ONLY)

@@ -12,22 +12,6 @@ cdef double LN10 = 2.302585092994046
 cdef double PI = 3.141592653589793
 
 
-cdef void refuse_integers(cnp.dtype dt, str name) except *:
-    """RuntimeError naming the op when dt is not floating (PyTorch has no integer kernel for it)."""
-    if not is_float_dtype(dt):
-        raise RuntimeError(f"{name}: not implemented for {dtype_name(dt)} inputs; convert them "
-                           "with .float() (or .double())")
-
-
-cdef Tensor float_only_binary(object x, object y, str name, object ufunc, type node_type,
-                              binary_rule rule_x, binary_rule rule_y):
-    """float_binary for an op PyTorch defines on floating tensors only: integer and bool operands
-    (their promoted dtype not floating) raise RuntimeError."""
-    cdef Tensor a = operand(x, name), b = operand(y, name)
-    refuse_integers(result_dtype(a, b), name)
-    return float_binary(a, b, name, ufunc, node_type, rule_x, rule_y)
-
-
 cdef Tensor numeric_binary(object x, object y, str name, object ufunc, type node_type,
                            binary_rule rule_x, binary_rule rule_y):
     """ufunc(x, y) broadcasting: floating operands as float_binary (recorded by the rules);
@@ -60,7 +44,7 @@ cpdef Tensor log2(object input):
     """Base-2 logarithm of input."""
     return float_unary(input, "log2", np.log2, Log2Backward.__new__(Log2Backward), False,
                        log2_rule)
-define_op(log2, POINTWISE, FLOAT)
+define_op(log2, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor log10_rule(Tensor g, Tensor x, Tensor y):
@@ -76,7 +60,7 @@ cpdef Tensor log10(object input):
     """Base-10 logarithm of input."""
     return float_unary(input, "log10", np.log10, Log10Backward.__new__(Log10Backward), False,
                        log10_rule)
-define_op(log10, POINTWISE, FLOAT)
+define_op(log10, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor exp2_rule(Tensor g, Tensor x, Tensor y):
@@ -92,7 +76,7 @@ cpdef Tensor exp2(object input):
     """2 ** input."""
     return float_unary(input, "exp2", np.exp2, Exp2Backward.__new__(Exp2Backward), True,
                        exp2_rule)
-define_op(exp2, POINTWISE, FLOAT)
+define_op(exp2, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- sinc: sin(pi x)/(pi x), 1 at 0 ------------------------------------------------------------
@@ -136,7 +120,7 @@ cpdef Tensor sinc(object input):
     """The normalized sinc function sin(pi*input)/(pi*input), 1 at 0."""
     return float_unary(input, "sinc", _sinc_kernel, SincBackward.__new__(SincBackward), False,
                        sinc_rule)
-define_op(sinc, POINTWISE, FLOAT)
+define_op(sinc, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- frac: x - trunc(x) ------------------------------------------------------------------------
@@ -157,7 +141,7 @@ cpdef Tensor frac(object input):
     with np.errstate(invalid="ignore"):
         arr = as_array(np.subtract(a.data, np.trunc(a.data)))
     return record_rule(wrap(arr), a, FracBackward.__new__(FracBackward), False, frac_rule)
-define_op(frac, POINTWISE, FLOAT_ONLY)
+define_op(frac, POINTWISE, FLOAT_ONLY, inplace=IN_PLACE)
 
 
 # -- logaddexp2, hypot -------------------------------------------------------------------------
@@ -190,7 +174,7 @@ cdef class HypotBackward(BinaryRuleBackward):
 cpdef Tensor hypot(object input, object other):
     """sqrt(input**2 + other**2), without overflow (floating tensors only)."""
     return float_only_binary(input, other, "hypot", np.hypot, HypotBackward, hypot_rule_x, NULL)
-define_op(hypot, POINTWISE, FLOAT_ONLY)
+define_op(hypot, POINTWISE, FLOAT_ONLY, inplace=IN_PLACE)
 
 
 # -- xlogy: x*log(y), 0 where x == 0 -----------------------------------------------------------
@@ -223,7 +207,7 @@ cpdef Tensor xlogy(object input, object other):
     """input * log(other), 0 where input == 0 unless other is NaN."""
     return float_binary(input, other, "xlogy", _xlogy_kernel, XlogyBackward, xlogy_rule_x,
                         xlogy_rule_y)
-define_op(xlogy, POINTWISE, FLOAT)
+define_op(xlogy, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- copysign ----------------------------------------------------------------------------------
@@ -248,7 +232,7 @@ cpdef Tensor copysign(object input, object other):
     """|input| with the sign (bit) of other; integers compute in the default float dtype."""
     return float_binary(input, other, "copysign", np.copysign, CopysignBackward,
                         copysign_rule_x, copysign_rule_y)
-define_op(copysign, POINTWISE, FLOAT)
+define_op(copysign, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- fmod, remainder: the remainders of C and of Python ---------------------------------------
@@ -266,7 +250,7 @@ cpdef Tensor fmod(object input, object other):
     """The remainder of input/other with input's sign (C's fmod); integers stay integer."""
     return numeric_binary(input, other, "fmod", np.fmod, FmodBackward, identity_rule,
                           fmod_rule_y)
-define_op(fmod, POINTWISE, NUMERIC)
+define_op(fmod, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 def _remainder_kernel(x, y, dtype=None):
@@ -292,7 +276,7 @@ cpdef Tensor remainder(object input, object other):
     """The remainder of input/other with other's sign (Python's %); integers stay integer."""
     return numeric_binary(input, other, "remainder", _remainder_kernel, RemainderBackward,
                           identity_rule, remainder_rule_y)
-define_op(remainder, POINTWISE, NUMERIC)
+define_op(remainder, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 # -- nan_to_num --------------------------------------------------------------------------------
@@ -335,4 +319,4 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     np.copyto(arr, values[2], where=np.isneginf(arr))
     return record_rule(wrap(arr), a, NanToNumBackward.__new__(NanToNumBackward), False,
                        nan_to_num_rule)
-define_op(nan_to_num, POINTWISE, ANY)
+define_op(nan_to_num, POINTWISE, ANY, inplace=IN_PLACE)

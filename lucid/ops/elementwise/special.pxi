@@ -62,7 +62,7 @@ cpdef Tensor erfc(object input):
     """The complementary error function 1 - erf(input), accurate where erf is near 1."""
     return special_op(input, SP_ERFC, "erfc", ErfcBackward.__new__(ErfcBackward), False,
                       erfc_rule)
-define_op(erfc, POINTWISE, FLOAT)
+define_op(erfc, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- lgamma, digamma ---------------------------------------------------------------------------
@@ -80,7 +80,7 @@ cpdef Tensor lgamma(object input):
     """log|Gamma(input)| (inf at the poles 0, -1, -2, ...)."""
     return special_op(input, SP_LGAMMA, "lgamma", LgammaBackward.__new__(LgammaBackward), False,
                       lgamma_rule)
-define_op(lgamma, POINTWISE, FLOAT)
+define_op(lgamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 cdef Tensor digamma_rule(Tensor g, Tensor x, Tensor y):
@@ -97,7 +97,7 @@ cpdef Tensor digamma(object input):
     negative integers, as PyTorch)."""
     return special_op(input, SP_DIGAMMA, "digamma", DigammaBackward.__new__(DigammaBackward),
                       False, digamma_rule)
-define_op(digamma, POINTWISE, FLOAT)
+define_op(digamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
 # -- polygamma(n, x): the n-th derivative of digamma -------------------------------------------
@@ -180,4 +180,4 @@ cpdef Tensor erfinv(object input):
     """The inverse of erf on (-1, 1): +-inf at +-1, NaN beyond."""
     return special_op(input, SP_ERFINV, "erfinv", ErfinvBackward.__new__(ErfinvBackward), True,
                       erfinv_rule)
-define_op(erfinv, POINTWISE, FLOAT)
+define_op(erfinv, POINTWISE, FLOAT, inplace=IN_PLACE)

@@ -1,5 +1,5 @@
-# Picking and placing entries by index tensors and masks: gather, scatter_add, index_select,
-# take_along_dim, masked_select and masked_fill.
+# Picking and placing entries by index tensors and masks: gather, scatter_add, scatter, index_add,
+# index_select, take_along_dim, masked_select and masked_fill.
 #
 # Note [Ops as keys]: gather, index_select, take_along_dim and masked_select (and the views
 # narrow, split, chunk, unbind in ops/shape/rearrange.pxi) each pick entries of x at a NumPy key, so
@@ -118,14 +118,16 @@ cdef class ScatterAddBackward(Node):
     cdef tuple src_shape
     cdef tuple src_part           # the slices of s that idx covers; None when all of s
 
+    cdef Tensor src_grad(self, Tensor g):
+        """g[key] = g.gather(d, idx), zero-padded to s's shape where s is past idx."""
+        cdef Tensor gs = getitem(g, self.key)
+        if self.src_part is not None:
+            gs = index_backward(gs, self.src_shape, self.src_part)
+        return gs
+
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0]
-        cdef Tensor gs = None
-        if needs(self, 1):
-            gs = getitem(g, self.key)
-            if self.src_part is not None:
-                gs = index_backward(gs, self.src_shape, self.src_part)
-        return (g if needs(self, 0) else None, gs)
+        return (g if needs(self, 0) else None, self.src_grad(g) if needs(self, 1) else None)
 
 
 def scatter_tangents(list ts, dim, index):
@@ -133,39 +135,192 @@ def scatter_tangents(list ts, dim, index):
     return scatter_add(ts[0], dim, index, ts[1])
 
 
-def scatter_add(input, dim, index, src):
-    """A copy of input with src[i][j] added at [index[i][j]][j] (dim 0; repeated indices add up)."""
-    cdef Tensor t = tensor_arg(input, "scatter_add", "input")
-    cdef Tensor s = tensor_arg(src, "scatter_add", "src")
-    refuse_zero_dim(t, "scatter_add")
-    cdef tuple shape = t.data.shape
-    cdef Py_ssize_t d = normalize_dim(dim, len(shape), "scatter_add")
-    cdef object idx = index_array(index, "scatter_add")
+cdef void check_same_dtype(Tensor t, Tensor s, str op, str what) except *:
     if s.data.dtype != t.data.dtype:
-        raise RuntimeError(f"scatter_add: src has dtype {dtype_name(s.data.dtype)} but input has "
+        raise RuntimeError(f"{op}: {what} has dtype {dtype_name(s.data.dtype)} but input has "
                            f"{dtype_name(t.data.dtype)}; they must be equal")
-    check_index_fits(idx.shape, shape, d, "scatter_add", "input", shape)
-    check_index_fits(idx.shape, s.data.shape, -1, "scatter_add", "src", shape)
-    check_index_range(idx, shape[d], False, "scatter_add", d, shape)
-    cdef tuple key = key_along(idx, d, idx.shape)
-    cdef tuple src_part = None
-    if s.data.shape != idx.shape:
-        src_part = tuple([slice(0, n) for n in idx.shape])
-    cdef object arr = np.array(t.data, copy=True)
-    np.add.at(arr, key, s.data if src_part is None else s.data[src_part])
+
+
+cdef tuple scatter_key(Tensor t, object dim, object index, tuple src_shape, str op):
+    """(d, idx, key) of a scatter into t along dim: index checked against t (and, src_shape not
+    None, against src), key = key_along(idx, d)."""
+    refuse_zero_dim(t, op)
+    cdef tuple shape = t.data.shape
+    cdef Py_ssize_t d = normalize_dim(dim, len(shape), op)
+    cdef object idx = index_array(index, op)
+    check_index_fits(idx.shape, shape, d, op, "input", shape)
+    if src_shape is not None:
+        check_index_fits(idx.shape, src_shape, -1, op, "src", shape)
+    check_index_range(idx, shape[d], False, op, d, shape)
+    return d, idx, key_along(idx, d, idx.shape)
+
+
+cdef tuple covered_part(tuple src_shape, object idx):
+    """The slices of src that idx covers; None when idx covers all of it."""
+    return None if src_shape == idx.shape else tuple([slice(0, n) for n in idx.shape])
+
+
+cdef Tensor scatter_src_out(Tensor t, Tensor s, object arr, type node_type, object op_args,
+                            object tangents_op, tuple key, tuple src_part):
+    """arr (the scattered values of input t and src s) as the op's output: its tangent by
+    tangents_op over (d, idx) and a node_type (a ScatterAddBackward) saving key."""
     cdef Tensor out = wrap(arr)
     if fw_active():
-        set_tangent(out, linear_jvp_n((t, s), scatter_tangents, (d, idx)))
+        set_tangent(out, linear_jvp_n((t, s), tangents_op, op_args))
     cdef ScatterAddBackward node
     if grad_enabled() and (t.requires_grad_c() or s.requires_grad_c()):
-        node = ScatterAddBackward.__new__(ScatterAddBackward)
+        node = <ScatterAddBackward>node_type.__new__(node_type)
         record(node, t, s)
         node.key = key
         node.src_shape = s.data.shape
         node.src_part = src_part
         attach_output(out, node, 0)
     return out
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of input with src[i][j] added at [index[i][j]][j] (dim 0; repeated indices add up)."""
+    cdef Tensor t = tensor_arg(input, "scatter_add", "input")
+    cdef Tensor s = tensor_arg(src, "scatter_add", "src")
+    check_same_dtype(t, s, "scatter_add", "src")
+    cdef tuple dik = scatter_key(t, dim, index, s.data.shape, "scatter_add")
+    cdef tuple key = dik[2]
+    cdef tuple src_part = covered_part(s.data.shape, dik[1])
+    cdef object arr = np.array(t.data, copy=True)
+    np.add.at(arr, key, s.data if src_part is None else s.data[src_part])
+    return scatter_src_out(t, s, arr, ScatterAddBackward, dik[:2], scatter_tangents, key, src_part)
 define_op(scatter_add, CUSTOM, ANY, inplace=IN_PLACE)
+
+
+# -- scatter -------------------------------------------------------------------------------------
+
+cdef class ScatterBackward(ScatterAddBackward):
+    """z = scatter(x, d, idx, s)  ->  gx = g with 0 at key, gs = g[key] = g.gather(d, idx) (every
+    repeat of a position gets its g, as in PyTorch; zeros where s is past idx)"""
+    cdef object mask              # True at the positions of x that s overwrites
+
+    cdef tuple apply(self, tuple grads):
+        cdef Tensor g = grads[0]
+        return (masked_fill(g, self.mask, 0.0) if needs(self, 0) else None,
+                self.src_grad(g) if needs(self, 1) else None)
+
+
+def scatter_src_tangents(list ts, dim, index):
+    """scatter of the tangents of (input, src) (linear_jvp_n's op)."""
+    return scatter(ts[0], dim, index, ts[1])
+
+
+cdef object key_mask(tuple shape, tuple key):
+    """A bool array of shape, True at key."""
+    cdef object mask = np.zeros(shape, dtype=bool_)
+    mask[key] = True
+    return mask
+
+
+cdef object scatter_reduced(Tensor t, object key, object values, str reduce):
+    """A copy of t's values with values added (reduce 'add') or multiplied ('multiply') in at
+    key, repeats accumulating; no history (PyTorch has no derivative for it either)."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r} (use "
+                           "scatter_reduce for other reductions)")
+    cdef object arr = np.array(t.data, copy=True)
+    (np.add if reduce == "add" else np.multiply).at(arr, key, values)
+    return arr
+
+
+cdef void refuse_reduce_derivative(tuple ins) except *:
+    for x in ins:
+        if (grad_enabled() and (<Tensor>x).requires_grad_c()) or \
+                (fw_active() and tangent_of(<Tensor>x) is not None):
+            raise RuntimeError("scatter: the derivative of scatter with reduce= is not "
+                               "implemented (as in PyTorch); detach the inputs, or use "
+                               "scatter_add for a differentiable sum")
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of input with src[i][j] (or the number value) written at [index[i][j]][j] (dim 0;
+    reduce 'add' / 'multiply' combines with input there instead)."""
+    if src is not None and not isinstance(src, Tensor):
+        if value is not None:
+            raise TypeError("scatter: give src (a tensor) or value (a number), not both")
+        src, value = None, src
+    if (src is None) == (value is None):
+        raise TypeError("scatter: give exactly one of src (a tensor) and value (a number)")
+    cdef Tensor t = tensor_arg(input, "scatter", "input")
+    cdef Tensor s = None
+    if src is not None:
+        s = tensor_arg(src, "scatter", "src")
+        check_same_dtype(t, s, "scatter", "src")
+    elif scalar_operand(value) is None:
+        raise TypeError(f"scatter: value must be a number, not {type(value).__name__}")
+    else:
+        check_int_fits(value, descr(t.data), "scatter")
+    if reduce is not None and not isinstance(reduce, str):
+        raise TypeError(f"scatter: reduce must be a str ('add' or 'multiply'), not "
+                        f"{type(reduce).__name__}")
+    cdef tuple dik = scatter_key(t, dim, index, None if s is None else s.data.shape, "scatter")
+    cdef tuple key = dik[2]
+    cdef tuple src_part = None if s is None else covered_part(s.data.shape, dik[1])
+    cdef object values = value if s is None else (s.data if src_part is None else s.data[src_part])
+    if reduce is not None:
+        refuse_reduce_derivative((t,) if s is None else (t, s))
+        reduced = scatter_reduced(t, key, values, reduce)
+        if s is not None:
+            warnings.warn("scatter: the reduce argument with a tensor src is deprecated (as in "
+                          "PyTorch); use scatter_reduce", UserWarning, stacklevel=2)
+        return wrap(reduced)
+    cdef object mask = key_mask(t.data.shape, key)
+    if s is None:                        # value written at key: masked_fill at key's positions
+        return masked_fill(t, mask, value)
+    cdef object arr = np.array(t.data, copy=True)
+    arr[key] = values                    # a repeated position keeps one of its values
+    cdef Tensor out = scatter_src_out(t, s, arr, ScatterBackward, dik[:2], scatter_src_tangents,
+                                      key, src_part)
+    if out._grad_fn is not None:
+        (<ScatterBackward>out._grad_fn).mask = mask
+    return out
+define_op(scatter, CUSTOM, ANY, inplace=IN_PLACE)
+
+
+# -- index_add -----------------------------------------------------------------------------------
+
+cdef object index_vector(object index, str op):
+    """index (1-d or 0-d) as a 1-d intp array; else TypeError / IndexError naming op."""
+    cdef object idx = index_array(index, op)
+    if idx.ndim > 1:
+        raise IndexError(f"{op}: index must be 1-d (or 0-d), got shape {idx.shape}")
+    return idx.reshape(-1)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of input with alpha*source[.., i, ..] added at [.., index[i], ..] along dim
+    (repeated indices add up)."""
+    cdef Tensor t = tensor_arg(input, "index_add", "input")
+    cdef Tensor s = tensor_arg(source, "index_add", "source")
+    if scalar_operand(alpha) is None:
+        raise TypeError(f"index_add: alpha must be a number, not {type(alpha).__name__}")
+    check_same_dtype(t, s, "index_add", "source")
+    cdef tuple shape = t.data.shape, src_shape = s.data.shape
+    cdef Py_ssize_t d = normalize_dim(dim, max(len(shape), 1), "index_add")
+    cdef object idx = index_vector(index, "index_add")
+    if len(shape) == 0:                  # a 0-d input as a 1-vector (PyTorch takes it)
+        if len(src_shape) != 0:
+            raise RuntimeError(f"index_add: source has shape {src_shape} but input is 0-d; "
+                               "source must be 0-d too")
+        return reshape(index_add(reshape(t, (1,)), 0, idx, reshape(s, (1,)), alpha=alpha), ())
+    cdef tuple want = shape[:d] + (len(idx),) + shape[d + 1:]
+    if src_shape != want:
+        raise RuntimeError(f"index_add: source has shape {src_shape} but must have shape {want}"
+                           f" (input's shape {shape} with the number of indices, {len(idx)}, "
+                           f"in dim {d})")
+    check_index_range(idx, shape[d], False, "index_add", d, shape)
+    if alpha != 1:
+        s = mul(s, alpha) if is_float_dtype(descr(s.data)) else \
+            wrap(s.data * np.asarray(alpha).astype(s.data.dtype))
+    # index_add along d is scatter_add with the index repeated along the other dims
+    return scatter_add(t, d, np.broadcast_to(
+        idx.reshape(tuple([-1 if e == d else 1 for e in range(len(shape))])), want), s)
+define_op(index_add, CUSTOM, ANY, inplace=IN_PLACE)
 
 
 # -- index_select --------------------------------------------------------------------------------

@@ -164,6 +164,18 @@ def is_tensor(obj):
 define_op(is_tensor, CUSTOM, ANY, method="none")
 
 
+def is_floating_point(input):
+    """True when input's dtype is a floating one (input.is_floating_point())."""
+    return tensor_arg(input, "is_floating_point", "input").is_floating_point()
+define_op(is_floating_point, CUSTOM, ANY, method="own")
+
+
+def is_complex(input):
+    """True when input's dtype is a complex one (input.is_complex())."""
+    return tensor_arg(input, "is_complex", "input").is_complex()
+define_op(is_complex, CUSTOM, ANY, method="own")
+
+
 # -- as_strided ---------------------------------------------------------------------------------
 
 cdef class AsStridedBackward(Node):
@@ -258,7 +270,7 @@ def as_strided(input, size, stride, storage_offset=None):
         node.positions = positions
         attach_output(out, node, 0)
     return out
-define_op(as_strided, CUSTOM, ANY)
+define_op(as_strided, CUSTOM, ANY, inplace=IN_PLACE_VIEW)
 
 
 cdef object strided_positions(Tensor t, object root, Py_ssize_t item, tuple sizes, tuple strides,
