@@ -144,3 +144,30 @@ def test_a_backward_that_raises_midway_leaves_no_state_behind():
     a.grad = b.grad = None
     (a * b).sum().backward()
     assert calls == [summary([b, a])]
+
+
+def test_a_backward_run_inside_a_backward_counts_for_itself():
+    a, b = leaves(lucid, 2)
+    inner_calls, outer_calls = [], []
+
+    class Inner(lucid.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with lucid.enable_grad():
+                u = x.detach().requires_grad_()
+                v = u * 3.0
+                graph.register_multi_grad_hook((u, v), lambda gs: inner_calls.append(
+                    summary(gs)))
+                (gu,) = lucid.autograd.grad(v.sum(), [u])
+            return g * gu
+
+    graph.register_multi_grad_hook((a, b), lambda gs: outer_calls.append(summary(gs)))
+    (Inner.apply(a) * b).sum().backward()
+    assert inner_calls == [[[3.0, 3.0, 3.0], [1.0, 1.0, 1.0]]]
+    assert outer_calls == [summary([3 * b, a])]
