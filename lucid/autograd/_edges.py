@@ -7,11 +7,20 @@ from .. import _core
 __all__ = ["GradientEdge", "get_gradient_edge", "increment_version"]
 
 
-class GradientEdge(NamedTuple):
-    """Where a tensor's gradient flows in: its node (grad_fn, or a leaf's AccumulateGrad) and
-    which of the node's outputs the tensor is."""
+class _EdgeFields(NamedTuple):
     node: object
     output_nr: int
+
+
+class GradientEdge(_EdgeFields):
+    """Where a tensor's gradient flows in: its node (grad_fn, or a leaf's AccumulateGrad) and
+    which of the node's outputs the tensor is. backward() and grad() take it wherever they take
+    a tensor, as an output (backward starts there) or an input (the gradient flowing into it)."""
+    # no __slots__: get_gradient_edge notes the tensor's (shape, dtype) as _meta, which the
+    # engine checks root gradients against and casts results to
+
+
+_core._set_gradient_edge_type(GradientEdge)
 
 
 def get_gradient_edge(tensor):
@@ -22,10 +31,13 @@ def get_gradient_edge(tensor):
         raise RuntimeError("get_gradient_edge: the tensor does not require grad and does not "
                            "have a grad_fn, so it has no gradient edge")
     if tensor.grad_fn is not None:
-        return GradientEdge(tensor.grad_fn, tensor.output_nr)
-    # a leaf: its accumulator is the next function of a node over it (kept while the leaf lives)
-    node = _core._grad_accumulator(tensor)
-    return GradientEdge(node, 0)
+        edge = GradientEdge(tensor.grad_fn, tensor.output_nr)
+    else:
+        # a leaf: its accumulator is the next function of a node over it (kept while the leaf
+        # lives)
+        edge = GradientEdge(_core._grad_accumulator(tensor), 0)
+    edge._meta = (tuple(tensor.shape), tensor.dtype)
+    return edge
 
 
 def increment_version(tensor):

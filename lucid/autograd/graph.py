@@ -7,13 +7,21 @@
 - `disable_saved_tensors_hooks(message)`: entering `saved_tensors_hooks` raises
   `RuntimeError(message)` while the block is active.
 - `to_dot(*tensors, show_saved=False)` / `render(*tensors, path=...)`: pictures of the graph.
-- `GradientEdge`, `get_gradient_edge(t)`, `increment_version(t)`: PyTorch's names (_edges.py).
+- `GradientEdge`, `get_gradient_edge(t)`, `increment_version(t)`: PyTorch's names (_edges.py);
+  backward() and grad() take a GradientEdge wherever they take a tensor.
+- `register_multi_grad_hook(tensors, fn, mode="all"|"any")`: one hook over several tensors'
+  gradients, per backward (_multi_grad_hook.py).
+- `allow_mutation_on_saved_tensors()`: in-place changes of saved tensors allowed; backward sees
+  the values at save time (_saved_mutation.py).
 """
 from .. import _core
 from ._edges import GradientEdge, get_gradient_edge, increment_version
+from ._multi_grad_hook import register_multi_grad_hook
+from ._saved_mutation import allow_mutation_on_saved_tensors
 
 __all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks", "to_dot", "render",
-           "GradientEdge", "get_gradient_edge", "increment_version"]
+           "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
+           "allow_mutation_on_saved_tensors"]
 
 Node = _core.Node
 

@@ -168,3 +168,17 @@ cdef void mark_needed(list roots, list nodes, uint64_t epoch, dict substitutes):
                     edge_node(node, i, epoch, substitutes).exec_state & (EXEC_RUN | EXEC_CAPTURE):
                 node.exec_state |= EXEC_RUN
                 break
+
+
+def _will_engine_execute_node(Node node):
+    """Will the backward running in this thread run node (or hand its gradient to grad())?
+    False for a node outside its graph, or pruned because no requested input needs it."""
+    cdef uint64_t epoch = current_epoch()
+    if epoch == 0:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward "
+                           "pass")
+    if node.epoch != epoch:
+        node = (<dict>(<tuple>active_traversals[epoch])[1]).get(node)   # Note [Threads]
+        if node is None or node.epoch != epoch:
+            return False
+    return (node.exec_state & (EXEC_RUN | EXEC_CAPTURE)) != 0

@@ -290,7 +290,7 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     cdef Node node
     lucid_traversal_depth += 1
     lucid_plain_backward = 1 if (accumulate and targets is None) else 0
-    register_traversal(t.epoch)
+    register_traversal(t.epoch, t.substitutes)
     try:
         discover(roots, nodes, t.epoch, saved_states, 0 if targets is not None else EXEC_RUN,
                  t.substitutes)

@@ -6,16 +6,87 @@ def _in_plain_backward():
     return lucid_plain_backward != 0
 
 
+# Note [Gradient edges]: backward() and grad() take a GradientEdge (lucid.autograd.graph:
+# a node and one of its output slots) wherever they take a tensor, as outputs or inputs. Only
+# the entry knows: an edge is turned into the (node, slot) pair the engine works with anyway, so
+# nothing per node changes. An edge names the history it was taken from: a tensor changed in
+# place since still has its old edge. Its shape and dtype (for gradient checks) are those
+# get_gradient_edge recorded, or a leaf accumulator's variable's; an edge made by hand has none.
+cdef object gradient_edge_type = None     # lucid.autograd.graph.GradientEdge, set on its import
+
+
+def _set_gradient_edge_type(cls):
+    """Make cls (GradientEdge) accepted by backward() and grad() (Note [Gradient edges])."""
+    global gradient_edge_type
+    gradient_edge_type = cls
+
+
+cdef inline bint is_edge(object x) noexcept:
+    return gradient_edge_type is not None and type(x) is gradient_edge_type
+
+
+cdef object checked_edge(object edge, str what, str op):
+    """edge, when its node is a Node and its output_nr one of the node's outputs."""
+    node, slot = edge
+    if not isinstance(node, Node):
+        raise TypeError(f"{op}: a GradientEdge in {what} must hold a graph node, not "
+                        f"{type(node).__name__}")
+    if type(slot) is not int or not 0 <= slot < (<Node>node).num_outputs:
+        raise RuntimeError(f"{op}: a GradientEdge in {what} names output {slot!r} of "
+                           f"{(<Node>node).name()}, which has {(<Node>node).num_outputs}")
+    return edge
+
+
+cdef tuple edge_meta(object edge):
+    """(shape, dtype) of the gradient flowing into edge, or None when unknown."""
+    meta = getattr(edge, "_meta", None)
+    if meta is not None:
+        return <tuple>meta
+    node = edge[0]
+    if type(node) is AccumulateGrad:
+        v = (<AccumulateGrad>node).variable
+        return ((<Tensor>v).data.shape, (<Tensor>v).data.dtype)
+    return None
+
+
 cdef tuple as_tensor_tuple(object xs, str what, str op):
     if isinstance(xs, Tensor):
         return (xs,)
+    if is_edge(xs):
+        return (checked_edge(xs, what, op),)
     if isinstance(xs, (tuple, list)):
         for x in xs:
             if not isinstance(x, Tensor):
-                raise TypeError(f"{op}: {what} must be Tensors, got {type(x).__name__}")
+                if is_edge(x):
+                    checked_edge(x, what, op)
+                    continue
+                raise TypeError(f"{op}: {what} must be Tensors or GradientEdges, got "
+                                f"{type(x).__name__}")
         return tuple(xs)
-    raise TypeError(f"{op}: {what} must be a Tensor or a sequence of Tensors, got "
+    raise TypeError(f"{op}: {what} must be a Tensor, a GradientEdge or a sequence of them, got "
                     f"{type(xs).__name__}")
+
+
+cdef object edge_root_gradient(object edge, object given, Py_ssize_t k, str op):
+    """The root gradient for output k, a GradientEdge: the given one (checked against the
+    edge's shape and dtype when known) or ones for a one-element edge."""
+    cdef tuple meta = edge_meta(edge)
+    cdef Tensor g
+    if given is None:
+        if meta is None or int(np.prod(meta[0])) != 1:
+            raise RuntimeError(
+                f"{op}: grad can be implicitly created only for outputs with one element; "
+                f"output {k} is a GradientEdge"
+                f"{'' if meta is None else ' of shape ' + str(meta[0])}: pass gradient= (or "
+                "grad_outputs=) a tensor for it")
+        return wrap(np.ones(meta[0], dtype=meta[1]))
+    g = operand(given, op)
+    if meta is None:
+        return g
+    if g.data.shape != meta[0]:
+        raise RuntimeError(f"{op}: gradient {k} has shape {g.data.shape} but output {k} (a "
+                           f"GradientEdge) has shape {meta[0]}")
+    return cast(g, <cnp.dtype>meta[1]) if g.data.dtype != meta[1] else g
 
 
 cdef list root_gradients(tuple outputs, object grad_outputs, str what, str op):
@@ -35,6 +106,9 @@ cdef list root_gradients(tuple outputs, object grad_outputs, str what, str op):
     cdef list out = []
     cdef Tensor t, g
     for k in range(len(outputs)):
+        if not isinstance(outputs[k], Tensor):       # Note [Gradient edges]
+            out.append(edge_root_gradient(outputs[k], given[k], k, op))
+            continue
         t = <Tensor>outputs[k]
         if given[k] is None:
             if t.data.size != 1:
@@ -56,6 +130,10 @@ cdef list root_nodes(tuple outputs, list slots, str op):
     cdef list nodes = []
     cdef Tensor t
     for k in range(len(outputs)):
+        if not isinstance(outputs[k], Tensor):       # a GradientEdge: its node and slot
+            nodes.append(outputs[k][0])
+            slots.append(outputs[k][1])
+            continue
         t = <Tensor>outputs[k]
         if not t.requires_grad_c():
             raise RuntimeError(f"{op}: element {k} of tensors does not require grad and does "
@@ -71,6 +149,10 @@ cdef list target_nodes(tuple inputs, list slots, str op):
     cdef list nodes = []
     cdef Tensor t
     for k in range(len(inputs)):
+        if not isinstance(inputs[k], Tensor):        # a GradientEdge: its node and slot
+            nodes.append(inputs[k][0])
+            slots.append(inputs[k][1])
+            continue
         t = <Tensor>inputs[k]
         if not t.requires_grad_c():
             raise RuntimeError(f"{op}: input {k} does not require grad: only tensors with "
@@ -100,7 +182,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     captured = run_engine(roots, slots, grads, retain_graph, create_graph, targets, tslots, True)
     if wanted is not None:
         for k in range(len(wanted)):
-            if captured[k] is not None:
+            if captured[k] is not None and isinstance(wanted[k], Tensor):   # an edge keeps none
                 t = <Tensor>wanted[k]
                 g = cast(<Tensor>captured[k], descr(t.data))
                 lock = leaf_lock(t)
@@ -132,6 +214,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     cdef list result = []
     cdef Tensor t
     for k in range(len(wanted)):
+        if not isinstance(wanted[k], Tensor):
+            result.append(edge_input_gradient(wanted[k], captured[k], k, allow_unused,
+                                              materialize_grads))
+            continue
         t = <Tensor>wanted[k]
         g = captured[k]
         if g is None:
@@ -146,6 +232,26 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = cast(<Tensor>g, descr(t.data))
         result.append(g)
     return tuple(result)
+
+
+cdef object edge_input_gradient(object edge, object g, Py_ssize_t k, bint allow_unused,
+                                bint materialize_grads):
+    """grad()'s result for input k, a GradientEdge: its captured gradient g, in the edge's dtype
+    when known (Note [Gradient edges])."""
+    cdef tuple meta
+    if g is None:
+        if not allow_unused:
+            raise RuntimeError(f"grad: input {k} (a GradientEdge of {edge[0].name()}) was not "
+                               "used to compute the outputs; pass allow_unused=True to get None "
+                               "for it")
+        if materialize_grads:
+            raise RuntimeError(f"grad: materialize_grads cannot be used when the given input is "
+                               f"a GradientEdge (input {k} got no gradient)")
+        return None
+    meta = edge_meta(edge)
+    if meta is not None and (<Tensor>g).data.dtype != meta[1]:
+        return cast(<Tensor>g, <cnp.dtype>meta[1])
+    return g
 
 
 # -- Tensor methods: t.backward() (installed on Tensor below) ----------

@@ -16,7 +16,8 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
                                NOWAIT_LOCK)
 
 cdef uint64_t _epoch_counter = 0
-cdef dict active_traversals = {}        # epoch -> thread ident, of every running traversal
+cdef dict active_traversals = {}        # epoch -> (thread ident, substitutes), of every running
+                                        # traversal
 cdef uint64_t oldest_active_epoch = 0   # the smallest epoch in active_traversals (0: none)
 
 cdef enum:
@@ -45,9 +46,9 @@ cdef inline void acquire_leaf_lock(PyThread_type_lock lock) noexcept:
             PyThread_acquire_lock(lock, WAIT_LOCK)
 
 
-cdef void register_traversal(uint64_t epoch):
+cdef void register_traversal(uint64_t epoch, dict substitutes):
     global oldest_active_epoch
-    active_traversals[epoch] = PyThread_get_thread_ident()
+    active_traversals[epoch] = (PyThread_get_thread_ident(), substitutes)
     if oldest_active_epoch == 0:
         oldest_active_epoch = epoch
 
@@ -63,7 +64,8 @@ cdef Node claim_node(Node node, uint64_t epoch, dict substitutes):
     cdef AccumulateGrad stand_in
     if node.epoch < oldest_active_epoch or node.epoch == 0:
         return node
-    owner = active_traversals.get(node.epoch)
+    entry = active_traversals.get(node.epoch)
+    owner = None if entry is None else (<tuple>entry)[0]
     if owner is None or owner == PyThread_get_thread_ident():
         return node                       # stale, or an outer traversal of this thread
     if type(node) is AccumulateGrad:
@@ -88,3 +90,25 @@ cdef inline Node edge_node(Node node, Py_ssize_t i, uint64_t epoch, dict substit
     if child.epoch != epoch:
         return <Node>substitutes[child]
     return child
+
+
+cdef uint64_t current_epoch() except? 0:
+    """The epoch of the innermost traversal running in this thread (0: none)."""
+    cdef uint64_t newest = 0
+    me = PyThread_get_thread_ident()
+    for epoch, entry in active_traversals.items():
+        if (<tuple>entry)[0] == me and <uint64_t>epoch > newest:
+            newest = epoch
+    return newest
+
+
+def _current_graph_task_id():
+    """An id of the backward running in this thread (its innermost traversal), -1 outside one."""
+    cdef uint64_t epoch = current_epoch()
+    return -1 if epoch == 0 else <object>epoch
+
+
+def _graph_task_active(task_id):
+    """Is the backward with this id (from _current_graph_task_id) still running?"""
+    return task_id in active_traversals
+

@@ -28,6 +28,40 @@ cdef dict saved_hooks_floors = {}       # thread ident -> pairs shut off for the
 cdef object saving_node = None          # the node whose save the running pack hook serves
 
 
+# Note [Mutation of saved tensors]
+#   allow_mutation_on_saved_tensors (lucid/autograd/_saved_mutation.py) is a pair of saved-tensor
+#   hooks marked _lucid_mutation_safe plus a callback. A tensor it packs gets a version counter
+#   of its own in the SavedTensor (nothing changes it, so unpacking never refuses it), and while
+#   the context is open (lucid_saved_mutation_on) every in-place write first calls the callback
+#   with the storage about to change, which clones the saved values over it. Outside the context
+#   the in-place path pays one test of the flag.
+cdef int lucid_saved_mutation_on = 0
+cdef object saved_mutation_callback = None
+
+
+def _set_saved_mutation_callback(callback):
+    """Call callback(storage) before each in-place write (None: stop); returns the previous."""
+    global lucid_saved_mutation_on, saved_mutation_callback
+    if callback is not None and not callable(callback):
+        raise TypeError(f"_set_saved_mutation_callback takes a callable or None, not "
+                        f"{type(callback).__name__}")
+    previous = saved_mutation_callback
+    saved_mutation_callback = callback
+    lucid_saved_mutation_on = 0 if callback is None else 1
+    return previous
+
+
+def _storage_of(Tensor t):
+    """t's storage (its version counter): one object for every tensor over the same memory."""
+    return t.storage()
+
+
+cdef void before_saved_write(Tensor t) except *:
+    """Note [Mutation of saved tensors]: t's memory is about to change in place."""
+    if saved_mutation_callback is not None:
+        saved_mutation_callback(t.storage())
+
+
 def _saving_node():
     """The node whose tensor the running pack hook is packing (None outside a pack hook):
     selective checkpointing asks it which op saves."""
@@ -116,6 +150,9 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     finally:
         saving_node = outer_node
         restore_saved_hooks(ident, floor)
+    if getattr(pack_hook, "_lucid_mutation_safe", False):   # Note [Mutation of saved tensors]
+        s.out_storage = new_storage()
+        s.saved_version = 0
     s.packed = packed
     s.unpack_hook = unpack_hook
     s.packed_meta = (t.data.shape, t.data.dtype, history)

@@ -6,6 +6,7 @@ the ways someone can still see it, let its tensor die, run ops that would take i
 and check it kept its values.
 """
 import copy
+import gc
 import pickle
 import threading
 import weakref
@@ -74,13 +75,20 @@ def _backward(y):
 def test_a_chain_reuses_its_dropped_arrays():
     """The pool starts with POOL_SIZE arrays and the chain needs a hundred forward and as many
     backward: its last results are arrays made before it, so it ran on the ones it dropped."""
-    with tracing():
-        fill_pool(SHAPE, np.float32)
-        x = lucid.tensor(np.ones(SHAPE, np.float32), requires_grad=True)
-        y = _forward_chain(x)
-        assert not made_in(y.detach().numpy(), _forward_chain)
-        _backward(y)
-        assert not made_in(x.grad.numpy(), _backward)
+    # no collection inside: garbage of earlier tests freed then would fill the pool with arrays
+    # of other shapes
+    gc.collect()
+    gc.disable()
+    try:
+        with tracing():
+            fill_pool(SHAPE, np.float32)
+            x = lucid.tensor(np.ones(SHAPE, np.float32), requires_grad=True)
+            y = _forward_chain(x)
+            assert not made_in(y.detach().numpy(), _forward_chain)
+            _backward(y)
+            assert not made_in(x.grad.numpy(), _backward)
+    finally:
+        gc.enable()
     expected = sum(0.5 ** k for k in range(51))          # dy/dx of the chain, every element
     np.testing.assert_allclose(x.grad.numpy(), np.full(SHAPE, expected, np.float32), rtol=1e-6)
 

@@ -216,6 +216,9 @@ CALLS = {
     "Tensor.register_hook": Call(lambda: [lambda g: None], on=grad_mat),
     "Tensor.register_post_accumulate_grad_hook": Call(lambda: [lambda t: None], on=grad_mat),
     "lucid.autograd.graph.get_gradient_edge": Call(lambda: [grad_mat()]),
+    "lucid.autograd.graph.register_multi_grad_hook": Call(lambda: [[grad_mat(), grad_mat()],
+                                                                   lambda grads: None]),
+    "lucid.autograd.graph.allow_mutation_on_saved_tensors": Call(lambda: []),
     "Tensor.to": Call(lambda: [lucid.float64]),
 }
 

@@ -342,6 +342,8 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
             value = clone(value)      # x.mul_(x): the value must not change under its node
         if (op == INPLACE_MUL or op == INPLACE_DIV) and value.requires_grad_c():
             old = history_snapshot(self)
+    if lucid_saved_mutation_on:        # Note [Mutation of saved tensors]
+        before_saved_write(self)
     if fw_active():
         inplace_jvp(self, value, op)
     if not recorded:
@@ -419,6 +421,8 @@ cdef void setitem(Tensor self, object index, object value) except *:
         node.v_shape = v.data.shape
         node.v_dtype = descr(v.data)
         record(node, self, v)
+    if lucid_saved_mutation_on:        # Note [Mutation of saved tensors]
+        before_saved_write(self)
     try:
         self.data[key] = v.data
     except (ValueError, TypeError) as e:
