@@ -7,6 +7,8 @@ import inspect
 import re
 import types
 
+import pytest
+
 import lucid
 from support.paths import ROOT
 
@@ -111,3 +113,13 @@ def test_an_embedded_signature_line_gives_the_signature_not_the_prose():
     assert gen.prose(Fake()) == "x + y, broadcasting."
     assert gen.signature(Fake()) == "(x, y) -> Tensor"       # inspect.signature fails on it
     assert gen.first_paragraph(gen.prose(fake)) == "x + y."
+
+
+@pytest.mark.parametrize("module", [lucid.func, lucid.autograd.functional],
+                         ids=["lucid.func", "lucid.autograd.functional"])
+def test_dir_and_star_import_show_only_the_public_names(module):
+    assert dir(module) == sorted(module.__all__)
+    assert all(not name.startswith("_") for name in module.__all__)
+    namespace = {}
+    exec(f"from {module.__name__} import *", namespace)
+    assert sorted(n for n in namespace if n != "__builtins__") == sorted(module.__all__)
