@@ -147,7 +147,7 @@ def _check_wheel(session, path):
                 session.error(f"{path.name} lacks {pxd} (native ops cimport _core.pxd, which "
                               "includes _core_internal.pxi)")
         for typed in ("lucid/py.typed", "lucid/_core.pyi", "lucid/_linalg.pyi", "lucid/_ops.pyi",
-                      "lucid/_creation.pyi"):
+                      "lucid/_creation.pyi", "lucid/func.pyi"):
             if typed not in names:
                 session.error(f"{path.name} lacks {typed} (mypy and IDEs read lucid's types there)")
         modules = []

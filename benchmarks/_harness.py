@@ -8,7 +8,7 @@ Every workload module timed here (``w1_deep_chain.py`` ...) exposes:
     METRIC = "fwd+bwd"         # label of what is timed: "fwd+bwd", "bwd" (W6), "solve" (W11)
     NODES = 2000               # denominator for per-node nanoseconds, or None
     NODE_UNIT = "node"         # what one NODES unit is ("op", "Function call", ...)
-    TARGETS = {"lucid/torch": 0.05}   # ratio name -> the most it may be (BENCHMARKS.md)
+    TARGETS = {"lucid/torch": 0.05}   # ratio name -> the most it may be (benchmarks/README.md)
     MEMORY = False             # True: also measure peak memory in a fresh process per library
     RTOL, ATOL = 1e-3, 1e-5    # gradient check tolerance (optional, these are the defaults)
 
@@ -263,7 +263,7 @@ def time_cases(cases, policy, on_error, mark=lambda cell, phase: None):
     and reported through ``on_error(cell, exc)``.  Warm-up first, then a collection (outside any
     timed region) and one untimed repetition each to re-warm; then each cell repeats until it has
     ``min_repeats`` samples and ``min_time`` seconds of timed work (or ``max_time``).  There is no
-    collection between repetitions (BENCHMARKS.md, "How to time fairly").
+    collection between repetitions (benchmarks/README.md, "What is measured").
     """
     samples = {cell: {p: [] for p in case.phases()} for cell, case in cases.items()}
     spent = dict.fromkeys(cases, 0)

@@ -3,7 +3,7 @@
     python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
     python benchmarks/run.py --compare OLD.json NEW.json
 
-Workloads are those of BENCHMARKS.md (W1-W11), one module each, listed in REGISTRY
+Workloads are those of benchmarks/README.md (W1-W11), one module each, listed in REGISTRY
 below: adding a workload is one new file plus one line here.  Every library runs with one intra-op
 thread (the thread variables are set here before numpy is imported; torch.set_num_threads(1)).
 
@@ -75,10 +75,10 @@ def load_workloads(only=None):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="python benchmarks/run.py",
-        description="lucid benchmarks (BENCHMARKS.md): lucid, the NumPy floor and PyTorch "
+        description="lucid benchmarks (benchmarks/README.md): lucid, the NumPy floor and PyTorch "
                     "(if importable), one thread each.")
     p.add_argument("--quick", action="store_true",
-                   help="few repetitions (whole run well under a minute); the graphs are the same")
+                   help="few repetitions (about 100 s in all, torch included); the graphs are the same")
     p.add_argument("--only", metavar="W1,W4", help="comma-separated workload ids")
     p.add_argument("--json", metavar="PATH", help="write the results and environment as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG chart of the ratios with their "

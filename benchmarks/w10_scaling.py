@@ -25,7 +25,7 @@ SIZES = (10**2, 10**3, 10**4, 10**5, 10**6)
 QUICK_SIZES = SIZES[:4]
 POLICY = {"full": dict(min_reps=5, min_time=1.0, max_reps=300, max_time=20.0),
           "quick": dict(min_reps=3, min_time=0.2, max_reps=100, max_time=5.0)}
-GROWTH = (10**3, 10**6)           # BENCHMARKS.md: within 1.5x from 10^3 to 10^6 nodes
+GROWTH = (10**3, 10**6)           # benchmarks/README.md: within 1.5x from 10^3 to 10^6 nodes
 GROWTH_TARGET = 1.5
 BYTES_TARGET = 0.25               # lucid's bytes/node at most this fraction of torch's
 

@@ -40,6 +40,11 @@ from .autograd._structures import (
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
 
 
+def __dir__():
+    """dir(lucid.func) lists the public names (the helpers below stay importable by name)."""
+    return list(__all__)
+
+
 # -- arguments and outputs -------------------------------------------------------------------
 
 def _positions(argnums, nargs, fn_name):

@@ -9,7 +9,12 @@ import os
 import platform
 import sys
 
-import lucid
+try:
+    import lucid
+except ModuleNotFoundError as error:      # pip's build isolation hides the installed lucid
+    raise SystemExit("lucid_softplus builds against the lucid installed in this environment, which "
+                     "pip's build isolation hides: build with "
+                     "`pip install --no-build-isolation .`") from error
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup

@@ -23,6 +23,7 @@ compiled (lucid._core.function_apply); the graph node of a call is an instance o
 """
 import functools
 import inspect
+from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from .._grad_mode import no_grad
@@ -75,7 +76,7 @@ class Function(metaclass=FunctionMeta):
         forward = _own_method(cls, "forward")
         setup = _own_method(cls, "setup_context")
         cls._lucid_info = _core.FunctionInfo(cls, node_cls, forward, _backward_of(cls),
-                                             getattr(cls, "jvp", None), setup)
+                                             _own_method(cls, "jvp"), setup)
         own_apply = cls.__dict__.get("apply")
         if own_apply is None or isinstance(own_apply, (_core.FunctionApply, _DefaultsApply)):
             cls.apply = _core.FunctionApply(cls._lucid_info)     # apply with this info at hand
@@ -109,12 +110,22 @@ class Function(metaclass=FunctionMeta):
         """Gradients of the inputs from the gradients of the outputs."""
         raise NotImplementedError("a Function must implement backward(ctx, *grad_outputs)")
 
-    # Optional: @staticmethod jvp(ctx, *tangents) -> one tangent per output (forward mode);
-    # ctx.save_for_forward(*tensors) in forward keeps what it needs (ctx.saved_tensors in jvp).
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Optional: the forward-mode rule, one tangent per output from one per input (None where
+        there is none); forward keeps what it needs with ctx.save_for_forward(*tensors), read here
+        as ctx.saved_tensors."""
+        raise NotImplementedError
 
     # Function.apply(*args): run forward and record the call for backward (compiled); every
     # subclass gets its own _core.FunctionApply, which skips the per-call class lookups.
-    apply = classmethod(_core.function_apply)
+    if TYPE_CHECKING:
+        # typed as the common case, one Tensor out; several outputs unpack as a Tensor's rows do
+        # (`lo, hi = F.apply(x)` is Tensor, Tensor), other results need a cast at the call
+        @classmethod
+        def apply(cls, *args: Any, **kwargs: Any) -> "_core.Tensor": ...
+    else:
+        apply = classmethod(_core.function_apply)
 
 
 def _has_defaults(forward):

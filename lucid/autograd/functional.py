@@ -28,6 +28,12 @@ from ._structures import (
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
+
+def __dir__():
+    """dir(lucid.autograd.functional) lists the public names (the helpers stay importable)."""
+    return list(__all__)
+
+
 _STRATEGIES = ("reverse-mode", "forward-mode")
 
 

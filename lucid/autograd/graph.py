@@ -6,7 +6,8 @@
   block is active is stored as `pack_hook(tensor)` and given back as `unpack_hook(packed)`.
 - `disable_saved_tensors_hooks(message)`: entering `saved_tensors_hooks` raises
   `RuntimeError(message)` while the block is active.
-- `to_dot(*tensors, show_saved=False)` / `render(*tensors, path=...)`: pictures of the graph.
+- `to_dot(*tensors, show_saved=False)` / `render(*tensors, path=PATH)` (path is required): pictures
+  of the graph.
 - `GradientEdge`, `get_gradient_edge(t)`, `increment_version(t)`: PyTorch's names (_edges.py);
   backward() and grad() take a GradientEdge wherever they take a tensor.
 - `register_multi_grad_hook(tensors, fn, mode="all"|"any")`: one hook over several tensors'

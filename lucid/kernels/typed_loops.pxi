@@ -5,7 +5,7 @@
 # exp, log) win, so those fall back to ufuncs with out=; the arithmetic, fused-backward and sum
 # loops (lucid/kernels/loops.h, built for AVX-512, AVX2 and the baseline) stay typed at every size.
 
-from libc.math cimport exp as c_exp, log as c_log, tanh as c_tanh
+from libc.math cimport exp as c_exp, expf as c_expf, log as c_log, tanh as c_tanh
 
 cdef extern from "kernels/simd.h" nogil:
     void lucid_tanh_f32(const float* x, float* out, long n)
@@ -121,7 +121,7 @@ cdef object fast_fused_backward(bint is_tanh, object g, object y, object out=Non
 
 
 cdef enum FastUnary:
-    U_EXP, U_LOG, U_TANH
+    U_EXP, U_LOG, U_TANH, U_SIGMOID
 
 
 cdef bint numpy_has_avx512_tanh():
@@ -147,13 +147,21 @@ cdef inline void loop_unary(int op, real* a, real* o, Py_ssize_t n) noexcept nog
     elif op == U_LOG:
         for i in range(n):
             o[i] = c_log(a[i])
+    elif op == U_SIGMOID:           # in the element's type, as NumPy's path: exp(-x) = inf gives 0
+        if real is float:
+            for i in range(n):
+                o[i] = <float>1 / (<float>1 + c_expf(-a[i]))
+        else:
+            for i in range(n):
+                o[i] = 1 / (1 + c_exp(-a[i]))
     else:
         for i in range(n):
             o[i] = c_tanh(a[i])
 
 
 cdef object fast_unary(int op, object ufunc, object x):
-    """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large;
+    """ufunc(x) for a fast x: libm loop when small, NumPy's SIMD kernel with out= when large
+    (U_SIGMOID: its caller runs only the small case, as ufunc is None);
     float32 tanh runs lucid's vectorised kernel (kernels/simd.h) unless NumPy's AVX-512 one is there
     and the array is large."""
     cdef object out = empty_like_fast(x)

@@ -190,7 +190,7 @@ cdef class Tensor:
     def __bool__(self):
         if self.data.size != 1:
             raise RuntimeError(f"the truth value of a tensor with {self.data.size} elements is "
-                               "ambiguous; use .any() or .all() on .numpy()")
+                               "ambiguous; use t.any() or t.all()")
         return bool(self.data)
 
     def __float__(self):

@@ -101,3 +101,13 @@ def test_the_checks_see_a_missing_docstring_and_an_embedded_signature():
 
 def test_the_reference_text_is_shown_literally():
     assert api._escaped("a_b `c` *d* |e| <f>") == r"a\_b \`c\` \*d\* \|e\| \<f\>"
+
+
+@pytest.mark.parametrize("module", [lucid.func, lucid.autograd.functional],
+                         ids=["lucid.func", "lucid.autograd.functional"])
+def test_dir_and_star_import_show_only_the_public_names(module):
+    assert dir(module) == sorted(module.__all__)
+    assert all(not name.startswith("_") for name in module.__all__)
+    namespace = {}
+    exec(f"from {module.__name__} import *", namespace)
+    assert sorted(n for n in namespace if n != "__builtins__") == sorted(module.__all__)

@@ -104,3 +104,27 @@ def build_setup_block(code, folder):
         out = run("-c", f"import lucid, {module} as m; "
                         "print(m.doubled(lucid.tensor([1.0, 2.5])).tolist())")
         assert out.strip() == "[2.0, 5.0]"
+
+
+# pip's default build isolation runs a package's setup.py where the installed lucid is not
+# importable; imported as None here, which raises the ModuleNotFoundError such a build meets
+HIDE_LUCID = ("import sys; sys.modules['lucid'] = None; sys.argv = ['setup.py', '--version']; "
+              "exec(compile(open('setup.py').read(), 'setup.py', 'exec'))")
+
+
+def native_setup_scripts():
+    page = (ROOT / "docs" / "native_ops.md").read_text(encoding="utf-8")
+    docs = [code for code in BLOCK.findall(page) if is_setup_script(code)]
+    assert len(docs) == 1, "docs/native_ops.md has one package template setup.py"
+    example = (ROOT / "examples" / "native_op" / "setup.py").read_text(encoding="utf-8")
+    return [pytest.param(docs[0], id="docs-template"), pytest.param(example, id="example")]
+
+
+@pytest.mark.parametrize("code", native_setup_scripts())
+def test_native_setup_without_lucid_says_to_build_without_isolation(code, tmp_path):
+    (tmp_path / "setup.py").write_text(code)
+    done = subprocess.run([sys.executable, "-c", HIDE_LUCID], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pip install --no-build-isolation ." in done.stderr, done.stderr
+    assert "build isolation hides" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -694,3 +694,10 @@ def test_item_and_tolist_work_on_tensors_requiring_grad():
     assert x.sum().item() == 4.0
     assert x.tolist() == [1.5, 2.5]
     assert (x * 2.0).tolist() == [3.0, 5.0]
+
+
+def test_bool_of_a_tensor_of_several_elements_points_to_any_and_all():
+    t = lucid.tensor([1.0, 0.0])
+    with pytest.raises(RuntimeError, match=r"2 elements is ambiguous; use t\.any\(\) or t\.all\(\)"):
+        bool(t)
+    assert bool(lucid.tensor([1.0])) and not bool(lucid.tensor(0.0))
