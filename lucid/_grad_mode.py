@@ -56,19 +56,14 @@ class _GradSwitch:
         return False
 
 
-class _GradMode:
+class _GradMode(_GradSwitch):
     """Sets grad mode on entry and restores the previous mode on exit; as a decorator, for
     each call of a function (each resumption of a generator)."""
 
     enabled = True
 
-    def __enter__(self):
-        self._previous = _core._set_grad_enabled(self.enabled)
-        return self
-
-    def __exit__(self, *exc):
-        _core._set_grad_enabled(self._previous)
-        return False
+    def __init__(self):
+        pass                     # the mode is the class's (no_grad, enable_grad) or __init__'s
 
     def __call__(self, fn):
         enabled = self.enabled
