@@ -57,7 +57,9 @@ _row("sinh", lucid.sinh, np.sinh, UNARY_SHAPES, (ANY,))
 _row("cosh", lambda x: x.cosh(), np.cosh, UNARY_SHAPES, (ANY,))
 _row("erf", lucid.erf, np_erf, UNARY_SHAPES, (ANY,))
 _row("erf_method", lambda x: x.erf(), np_erf, UNARY_SHAPES, (ANY,))
-_row("atan2", lucid.atan2, np.arctan2, BINARY_SHAPES, (ANY, NONZERO))
+# atan2(y, x): y kept off 0, where x < 0 is its branch cut (pi to -pi: an even op after it, such as
+# square, turns the jump into a kink no finite difference flags); the method row covers x = 0
+_row("atan2", lucid.atan2, np.arctan2, BINARY_SHAPES, (NONZERO, NONZERO))
 _row("logaddexp", lucid.logaddexp, np.logaddexp, BINARY_SHAPES, (ANY, ANY))
 _row("atan2_method", lambda x, y: x.atan2(y), np.arctan2, BINARY_SHAPES[:3], (NONZERO, ANY))
 _row("pow_method_tensor", lambda x, y: x.pow(y), np.power, BINARY_SHAPES, (POS, ANY))
