@@ -55,6 +55,17 @@ cdef void note_caller_site(Node node, int skip):
         Py_XDECREF(<PyObject*>frame)
 
 
+cdef object current_site():
+    """'file:line' of the innermost Python frame (the caller of the running op), or None."""
+    cdef PyFrameObject* frame = PyEval_GetFrame()
+    if frame == NULL:
+        return None
+    cdef PyObject* code = PyFrame_GetCode(frame)
+    site = site_of_code(<object>code, PyFrame_GetLasti(frame))
+    Py_XDECREF(code)
+    return site
+
+
 cdef object creation_site_of(Node node):
     """'file:line' of the forward call that made node, or None."""
     return site_of_code(node.creation_code, node.creation_lasti)

@@ -347,7 +347,9 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
     try:
         got = info.jvp_fn(ctx, *tangents)
     except BaseException as e:
-        e.add_note(f"lucid: raised in the jvp of Function {name}")
+        site = current_site()           # the forward call: compiled code makes no frames
+        e.add_note(f"lucid: raised in the jvp of Function {name}"
+                   + ("" if site is None else f" (called at {site})"))
         raise
     finally:
         ctx._in_jvp = False

@@ -4,6 +4,7 @@ tests/diagnostics/test_anomaly.py).
 
 Every test checks the exception type and that the leaves' .grad (and data) were not modified."""
 import re
+import sys
 import traceback
 
 import numpy as np
@@ -372,3 +373,29 @@ def test_backward_raising_once_graph_still_usable_after_fix():
     calls["fail"] = False
     Flaky.apply(x).sum().backward()
     assert_close(x.grad, np.arange(3) + 10.0 + 2.0)
+
+
+def test_exception_from_jvp_names_the_function_and_the_forward_call():
+    class JvpRaiser(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+        @staticmethod
+        def jvp(ctx, t):
+            raise MyError("jvp boom")
+
+    x = lucid.tensor(V)
+    with lucid.autograd.forward_ad.dual_level():
+        dual = lucid.autograd.forward_ad.make_dual(x, lucid.ones_like(x))
+        line = sys._getframe().f_lineno + 2
+        with pytest.raises(MyError) as info:
+            JvpRaiser.apply(dual)
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "jvp of Function JvpRaiser" in notes, notes
+    assert f"(called at {__file__}:{line})" in notes, notes
+    np.testing.assert_array_equal(x.numpy(), V)
