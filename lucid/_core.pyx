@@ -17,6 +17,8 @@ from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 from libc.stdint cimport int64_t, uint64_t, intptr_t
 from libc.limits cimport INT_MAX
 
+import types
+
 import numpy as np
 
 cnp.import_array()

@@ -304,7 +304,9 @@ cdef list run_engine(list roots, list root_slots, list root_grads, bint keep_gra
     except BaseException as e:             # one try per traversal, none per node
         if t.running != NULL:
             note_raised(e, <Node>t.running, "while running the backward of")
-        raise
+        if full_tracebacks:
+            raise
+        raise e.with_traceback(without_compiled_entries(e.__traceback__))   # Note [Short tracebacks]
     finally:
         PyMem_Free(ready.items)
         Py_XDECREF(t.single)

@@ -81,6 +81,40 @@ cdef Tensor checked_hook_result(object result, Tensor g, str where, object hook)
     return <Tensor>result
 
 
+# Note [Short tracebacks]
+#   An error raised in a backward (a Function's, a hook's) reaches the user through the engine's
+#   compiled functions, each of which Cython adds to the traceback (run_engine, traverse,
+#   run_node, apply_node, ...: 6-9 entries between the user's backward() call and their raising
+#   code). run_engine drops those entries, keeping every Python frame (the user's, and lucid's
+#   own Python modules'), so a backward error reads like PyTorch's; the note names the node and
+#   its creation site. `_core._set_full_tracebacks(True)` keeps them, for debugging lucid itself.
+
+cdef bint full_tracebacks = False
+
+
+def _set_full_tracebacks(bint on):
+    """Keep the compiled engine's traceback entries in backward errors (Note [Short
+    tracebacks]); returns the previous setting."""
+    global full_tracebacks
+    cdef bint previous = full_tracebacks
+    full_tracebacks = on
+    return previous
+
+
+cdef object without_compiled_entries(object tb):
+    """tb without the entries of lucid's compiled code (files lucid/....pxi or .pyx)."""
+    cdef list kept = []
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith("lucid/") and name.endswith((".pxi", ".pyx"))):
+            kept.append(tb)
+        tb = tb.tb_next
+    cdef object out = None
+    for entry in reversed(kept):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
 cdef void note_raised(BaseException e, Node node, str what) noexcept:
     """Note on e where its backward was: "lucid: raised <what> <node> (created at <site>)" and,
     in anomaly mode, the forward traceback that made node; once per node (a hook's or a

@@ -399,3 +399,29 @@ def test_exception_from_jvp_names_the_function_and_the_forward_call():
     assert "jvp of Function JvpRaiser" in notes, notes
     assert f"(called at {__file__}:{line})" in notes, notes
     np.testing.assert_array_equal(x.numpy(), V)
+
+
+def _compiled_entries(error):
+    return [f for f in traceback.extract_tb(error.__traceback__)
+            if f.filename.startswith("lucid/") and f.filename.endswith((".pxi", ".pyx"))]
+
+
+def test_a_backward_error_s_traceback_skips_the_engine_s_compiled_entries():
+    """Note [Short tracebacks]: between the backward() call and the raising code only the entry
+    points remain; _set_full_tracebacks(True) keeps every entry."""
+    def run():
+        x = leaf_with_grad(V)
+        with pytest.raises(MyError) as info:                  # a new error each run
+            _raiser(MyError("short")).apply(x).sum().backward()
+        return info.value
+
+    short = run()
+    assert [f.name for f in traceback.extract_tb(short.__traceback__)][-1] == "backward"
+    assert len(_compiled_entries(short)) <= 3, _compiled_entries(short)
+    previous = lucid._core._set_full_tracebacks(True)
+    try:
+        full = run()
+    finally:
+        lucid._core._set_full_tracebacks(previous)
+    assert len(_compiled_entries(full)) > len(_compiled_entries(short)) + 3
+    assert any("lucid: raised in Function Raiser" in n for n in short.__notes__), short.__notes__
