@@ -158,6 +158,28 @@ def undefined_grad_check(fn, inputs):
                 return ("Expected all input grads to be undefined or zero when all output "
                         f"grads are undefined or zero (input {wanted[col]} got a nonzero "
                         "gradient)")
+    return _all_undefined_check(g._tensor_outputs(fn, inputs))
+
+
+def _all_undefined_check(outputs):
+    """Every custom Function node that makes an output, run with no output gradient at all (the
+    case above leaves to the engine, which never runs such a node; PyTorch's does): it must run
+    and give None or zeros."""
+    nodes = []
+    for o in outputs:
+        node = o.grad_fn
+        if isinstance(node, _core.PythonBackwardNode) and all(node is not n for n in nodes):
+            nodes.append(node)
+    for node in nodes:
+        try:
+            grads = node._backward_without_gradients()
+        except Exception as e:
+            return ("Expected backward function to handle undefined output grads (no gradient "
+                    f"for any output of {node.name()}); backward raised {type(e).__name__}: {e}")
+        for k, grad in enumerate(grads):
+            if grad is not None and np.any(grad.detach().numpy() != 0):
+                return ("Expected all input grads to be undefined or zero when all output "
+                        f"grads are undefined ({node.name()} gave input {k} a nonzero gradient)")
     return None
 
 

@@ -164,6 +164,13 @@ cdef class PythonBackwardNode(Node):
                 note_python_call(self, "python", start, self.function)
         return self.checked_gradients(result)
 
+    def _backward_without_gradients(self):
+        """This node's backward called with no gradient for any output (None each, or zeros
+        when its ctx materializes them), as lucid's engine never calls it (a node no gradient
+        reaches is skipped) and PyTorch's does: gradcheck's check_undefined_grad runs it so.
+        Returns the input gradients, checked."""
+        return self.apply((None,) * self.num_outputs)
+
     cdef tuple materialized(self, tuple grads):
         """grads with zeros for the outputs that got none (grads itself when all have one)."""
         cdef Py_ssize_t i, n = self.num_outputs

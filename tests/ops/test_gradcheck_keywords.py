@@ -145,9 +145,7 @@ def test_messages_carry_pytorchs_phrases():
 
 def test_undefined_output_grad_that_backward_cannot_take_fails():
     """One output's gradient undefined (None), the other's zero: a backward that cannot take
-    that fails the check (GradcheckError, PyTorch's phrase); check_undefined_grad=False skips it.
-    (lucid's engine never runs a backward whose output gradients are all undefined: no gradient
-    reaches it, so that half of PyTorch's check has nothing to run here.)"""
+    that fails the check (GradcheckError, PyTorch's phrase); check_undefined_grad=False skips it."""
 
     class NoUndefinedWithZero(Function):
         @staticmethod
@@ -271,3 +269,70 @@ def test_bad_keyword_values(kw, error):
         gradcheck(lambda t: t.sin(), (x,), **kw)
     np.testing.assert_array_equal(x.detach().numpy(), VALUES)
     assert x.grad is None
+
+
+class _Doubles(Function):
+    """y = 2x with materialize_grads off: backward gets None for an output without gradient."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.set_materialize_grads(False)
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2                      # cannot take None
+
+
+class _DoublesTakingNone(_Doubles):
+    @staticmethod
+    def backward(ctx, g):
+        return None if g is None else g * 2
+
+
+class _DoublesMaterialized(Function):
+    @staticmethod
+    def forward(ctx, t):
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2                      # gets zeros: materialize_grads is on
+
+
+def test_a_backward_that_cannot_take_all_outputs_undefined_fails_as_in_pytorch():
+    """With no gradient for any output (a node the engine never runs), check_undefined_grad calls
+    the Function's backward itself, as PyTorch's engine would: None for every output, or zeros
+    when the ctx materializes them."""
+    x = lucid.tensor(np.array(VALUES), requires_grad=True)
+    with pytest.raises(GradcheckError, match="handle undefined output grads"):
+        gradcheck(_Doubles.apply, (x,))
+    assert gradcheck(_Doubles.apply, (x,), check_undefined_grad=False)
+    assert gradcheck(_DoublesTakingNone.apply, (x,))
+    assert gradcheck(_DoublesMaterialized.apply, (x,))
+    assert x.grad is None
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed; pip install torch==2.13.0 "
+                    "to compare with PyTorch")
+def test_pytorch_s_gradcheck_fails_the_same_functions():
+    class TDoubles(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.set_materialize_grads(False)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class TDoublesTakingNone(TDoubles):
+        @staticmethod
+        def backward(ctx, g):
+            return None if g is None else g * 2
+
+    x = torch.tensor(VALUES, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(Exception):
+        torch.autograd.gradcheck(TDoubles.apply, (x,))
+    assert torch.autograd.gradcheck(TDoubles.apply, (x,), check_undefined_grad=False)
+    assert torch.autograd.gradcheck(TDoublesTakingNone.apply, (x,))
