@@ -2,6 +2,7 @@
 render (their titles, the navigation, the API entry's signature), and the browser's console log
 holds no error. Usage: python .ci/browse_site.py docs/_build/html"""
 import pathlib
+import shutil
 import sys
 
 from selenium import webdriver
@@ -12,9 +13,9 @@ def browser():
     options = webdriver.ChromeOptions()
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
-    options.binary_location = "/usr/bin/chromium"
+    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = webdriver.ChromeService(executable_path="/usr/bin/chromedriver")
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
     return webdriver.Chrome(options=options, service=service)
 
 
