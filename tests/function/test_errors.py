@@ -376,15 +376,7 @@ def test_backward_raising_once_graph_still_usable_after_fix():
 
 
 def test_exception_from_jvp_names_the_function_and_the_forward_call():
-    class JvpRaiser(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2.0
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2.0
-
+    class JvpRaiser(Square):
         @staticmethod
         def jvp(ctx, t):
             raise MyError("jvp boom")
