@@ -135,17 +135,24 @@ class _UndefinedGrad(Function):
         return None
 
 
+def _nonzero_at(grads):
+    """The position of the first gradient that is neither None nor all zero, or None."""
+    for k, grad in enumerate(grads):
+        if grad is not None and np.any(grad.detach().numpy() != 0):
+            return k
+    return None
+
+
 def undefined_grad_check(fn, inputs):
-    """Backward with every output's gradient undefined, then with one undefined at a time
-    (the others zero), must run and give None or zeros (PyTorch's check_undefined_grad)."""
+    """Backward with one output's gradient undefined at a time (the others zero), then each
+    Function's backward with every output's undefined, must run and give None or zeros
+    (PyTorch's check_undefined_grad)."""
     g = _helpers()
     wanted = g._differentiable(inputs)
     count = len([o for o in g._tensor_outputs(fn, inputs) if o.requires_grad])
-    cases = [None] + (list(range(count)) if count > 1 else [])
-    for undefined in cases:
+    for undefined in (range(count) if count > 1 else ()):
         outs = [o for o in g._tensor_outputs(fn, inputs) if o.requires_grad]
-        outs = [_UndefinedGrad.apply(o) if undefined is None or k == undefined else o
-                for k, o in enumerate(outs)]
+        outs = [_UndefinedGrad.apply(o) if k == undefined else o for k, o in enumerate(outs)]
         seeds = tuple(_core.from_numpy(np.zeros(o.shape, dtype=o.dtype)) for o in outs)
         try:
             grads = _core.grad(tuple(outs), tuple(inputs[i] for i in wanted), seeds,
@@ -153,18 +160,16 @@ def undefined_grad_check(fn, inputs):
         except Exception as e:
             return ("Expected backward function to handle undefined output grads (a None "
                     f"gradient for an output); backward raised {type(e).__name__}: {e}")
-        for col, grad in enumerate(grads):
-            if grad is not None and np.any(grad.detach().numpy() != 0):
-                return ("Expected all input grads to be undefined or zero when all output "
-                        f"grads are undefined or zero (input {wanted[col]} got a nonzero "
-                        "gradient)")
+        col = _nonzero_at(grads)
+        if col is not None:
+            return ("Expected all input grads to be undefined or zero when all output "
+                    f"grads are undefined or zero (input {wanted[col]} got a nonzero gradient)")
     return _all_undefined_check(g._tensor_outputs(fn, inputs))
 
 
 def _all_undefined_check(outputs):
     """Every custom Function node that makes an output, run with no output gradient at all (the
-    case above leaves to the engine, which never runs such a node; PyTorch's does): it must run
-    and give None or zeros."""
+    engine never runs such a node; PyTorch's does): it must run and give None or zeros."""
     nodes = []
     for o in outputs:
         node = o.grad_fn
@@ -176,10 +181,10 @@ def _all_undefined_check(outputs):
         except Exception as e:
             return ("Expected backward function to handle undefined output grads (no gradient "
                     f"for any output of {node.name()}); backward raised {type(e).__name__}: {e}")
-        for k, grad in enumerate(grads):
-            if grad is not None and np.any(grad.detach().numpy() != 0):
-                return ("Expected all input grads to be undefined or zero when all output "
-                        f"grads are undefined ({node.name()} gave input {k} a nonzero gradient)")
+        k = _nonzero_at(grads)
+        if k is not None:
+            return ("Expected all input grads to be undefined or zero when all output "
+                    f"grads are undefined ({node.name()} gave input {k} a nonzero gradient)")
     return None
 
 
@@ -193,8 +198,8 @@ def zero_grad_output_check(fn, inputs):
         return None
     seeds = tuple(_core.from_numpy(np.zeros(o.shape, dtype=o.dtype)) for o in outs)
     grads = _core.grad(tuple(outs), tuple(inputs[i] for i in wanted), seeds, allow_unused=True)
-    for col, grad in enumerate(grads):
-        if grad is not None and np.any(grad.detach().numpy() != 0):
-            return (f"backward not multiplied by grad_output: zero output gradients gave input "
-                    f"{wanted[col]} a nonzero gradient")
+    col = _nonzero_at(grads)
+    if col is not None:
+        return (f"backward not multiplied by grad_output: zero output gradients gave input "
+                f"{wanted[col]} a nonzero gradient")
     return None
