@@ -34,6 +34,7 @@ include "base/gc.pxi"
 include "base/dtypes.pxi"
 include "base/vectorcall.pxi"
 include "base/transform_levels.pxi"
+include "base/batch_dispatch.pxi"
 include "base/abi.pxi"
 
 # tensor and graph: storage, the tensor, saved tensors and their hooks, the node base

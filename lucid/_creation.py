@@ -3,6 +3,7 @@ ones are lucid/_random.py)."""
 import numpy as np
 
 from . import _core
+from ._batching.batched import BatchedTensor as _BatchedTensor
 
 
 def _shape(size, op):
@@ -183,6 +184,8 @@ def full(size, fill_value, dtype=None, requires_grad=False, *, device=None):
 
 def _like(t, op):
     """t, the tensor a *_like constructor copies the shape (and dtype) of."""
+    if type(t) is _BatchedTensor:
+        return t                                  # its logical shape (vmap's batched forms below)
     if not isinstance(t, _core.Tensor):
         raise TypeError(f"{op}: argument 't' must be a Tensor, not {type(t).__name__}")
     return t
@@ -303,3 +306,22 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, *, device=N
         raise RuntimeError(f"arange: {e} for start={start}, end={end}, step={step}") from None
     dt = _dtype(dtype, _values_dtype(values, "arange"), "arange")
     return _leaf(values.astype(dt, copy=False), requires_grad, "arange")
+
+
+def _batched_like(make):
+    """make(t, ...) for a batched t: the result batched like t (zeros_like of a per-sample
+    tensor is per-sample), made from t's physical value."""
+    import functools
+
+    @functools.wraps(make)
+    def like(t, *args, **kwargs):
+        if type(t) is _BatchedTensor:
+            return _BatchedTensor(make(t.value, *args, **kwargs), t.levels)
+        return make(t, *args, **kwargs)
+    return like
+
+
+zeros_like = _batched_like(zeros_like)
+ones_like = _batched_like(ones_like)
+full_like = _batched_like(full_like)
+empty_like = _batched_like(empty_like)

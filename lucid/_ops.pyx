@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 # Python-level names of the core the ops use: dtypes, functions defined with def, and getitem,
 # which a linear jvp names as the op to apply to the tangent (calls of it stay C calls)
+from lucid._core import _batch_dispatch_call
 from lucid._core import (_SUPPORTED, bool_, cat, dtype_name, float64, getitem, int32, int64,
                          unsqueeze, ReductionResult)
 # the words of its ops' registrations (ops/registry.pxi)

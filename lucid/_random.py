@@ -225,3 +225,27 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if _core.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return Normal.apply(m, s, values)
     return _core._from_array(values, False)
+
+
+def _with_vmap_forms():
+    """Each random constructor takes vmap's randomness into account while vmap is active
+    (lucid/_batching/randomness.py); outside vmap a call pays one test."""
+    from ._batching import randomness
+    import functools
+
+    def add(original):
+        under_vmap = randomness.batched_random(original)
+
+        @functools.wraps(original)
+        def random_op(*args, **kwargs):
+            if randomness.active():
+                return under_vmap(*args, **kwargs)
+            return original(*args, **kwargs)
+        return random_op
+    names = ("randn", "rand", "randn_like", "rand_like", "randint", "randint_like", "randperm",
+             "normal")
+    for name in names:
+        globals()[name] = add(globals()[name])
+
+
+_with_vmap_forms()

@@ -1,4 +1,7 @@
-"""Composable function transforms in the style of torch.func (without vmap).
+"""Composable function transforms in the style of torch.func.
+
+    vmap(f, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None)(*args)
+                                                    -> f mapped over a batch dim (lucid/_batching)
 
     grad(f, argnums=0, has_aux=False)(*args)        -> df/dargs (f returns one element)
     grad_and_value(f, argnums=0, has_aux=False)     -> (grad, value)  /  (grad, (value, aux))
@@ -19,14 +22,21 @@ caller's tensors are never changed. Results are differentiable (recorded with cr
 exactly when something outside the transform can differentiate them: an enclosing transform or
 dual level, an input that requires grad, or a closure over tensors that require grad.
 
-lucid has one forward-mode (dual) level per thread, so at most one forward-mode transform
-(jvp, jacfwd) can be active at a time: jacfwd(jacfwd(f)) or jvp inside jvp raises RuntimeError.
-hessian uses jacrev for its outer Jacobian when called inside a dual level.
+Under vmap each transform works on the physical tensors (lucid/_batching/transforms.py), so
+vmap(grad(f)) gives per-sample gradients; jacrev and jacfwd vmap one vjp / jvp over the rows /
+columns of the identity instead of looping. lucid has one forward-mode (dual) level per thread,
+so at most one forward-mode transform (jvp, jacfwd) can be active at a time: jacfwd(jacfwd(f))
+or jvp inside jvp raises RuntimeError. hessian uses jacrev for its outer Jacobian when called
+inside a dual level.
 """
 import numbers
 
+import numpy as np
+
 from . import _core
 from ._grad_mode import enable_grad
+from ._batching import vmap
+from ._batching import transforms as _batching
 from .autograd import forward_ad
 from .autograd._aliases import (
     detached, differentiable_alias, inside_transform, needs_graph, transform_depth,
@@ -37,7 +47,7 @@ from .autograd._structures import (
     restore, restore_nested, zeros_like,
 )
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
 
 
 def __dir__():
@@ -185,19 +195,69 @@ def grad_and_value(func, argnums=0, has_aux=False):
     (gradient, (value, aux))."""
     check_callable(func, "func", "grad_and_value")
     def wrapper(*args, **kwargs):
-        with inside_transform():
-            call = _ReverseCall(func, args, kwargs, argnums, has_aux, "grad")
-            out = _scalar(call.value, "grad")
-            with enable_grad():
-                if out.requires_grad:
-                    grads = _core.grad(out, call.aliases, create_graph=call.create_graph,
-                                       allow_unused=True, materialize_grads=True)
-                else:
-                    grads = tuple(zeros_like(p) for p in call.primals)
-            grads = restore(call.finish(grads), call.argnums_tuple)
-            value = call.finish([out])[0]
-            return grads, _with_aux(value, call.finish_aux(), has_aux)
+        if _batching.active():
+            return _batched_grad_and_value(func, args, kwargs, argnums, has_aux)
+        return _grad_and_value(func, args, kwargs, argnums, has_aux)
     return wrapper
+
+
+def _grad_and_value(func, args, kwargs, argnums, has_aux, seed_ones=False):
+    """grad_and_value's work; seed_ones: the output is a physical batch of scalars (under vmap),
+    differentiated with a seed of ones."""
+    with inside_transform():
+        call = _ReverseCall(func, args, kwargs, argnums, has_aux, "grad")
+        out = call.value if seed_ones else _scalar(call.value, "grad")
+        with enable_grad():
+            if out.requires_grad:
+                seed = _core._from_array(np.ones(out.shape, dtype=np.dtype(out.dtype))) \
+                    if seed_ones else None
+                grads = _core.grad(out, call.aliases, grad_outputs=seed,
+                                   create_graph=call.create_graph, allow_unused=True,
+                                   materialize_grads=True)
+            else:
+                grads = tuple(zeros_like(p) for p in call.primals)
+        grads = restore(call.finish(grads), call.argnums_tuple)
+        value = call.finish([out])[0]
+        return grads, _with_aux(value, call.finish_aux(), has_aux)
+
+
+def _batched_grad_and_value(func, args, kwargs, argnums, has_aux):
+    """grad_and_value under vmap (Note in lucid/_batching/transforms.py): every differentiated
+    argument batched at all active levels, the physical output seeded with ones."""
+    levels, sizes = _batching.active_levels()
+    positions, _ = _positions(argnums, len(args), "grad")
+    physical = list(args)
+    for p in positions:
+        if not _batching.tensor_or_batched(args[p]):
+            raise TypeError(f"grad: argument {p} is differentiated (argnums) but is a "
+                            f"{type(args[p]).__name__}, not a Tensor")
+        physical[p] = _batching.to_physical(args[p], levels, sizes)
+
+    def on_physical(*xs):
+        logical = list(xs)
+        for p in positions:
+            logical[p] = _batching.to_logical(xs[p], levels)
+        value = func(*logical, **kwargs)
+        out, aux = _split_aux(value, has_aux, "grad")
+        if not _batching.tensor_or_batched(out):
+            raise TypeError(f"grad: expected the function to return a Tensor, but it returned "
+                            f"a {type(out).__name__}")
+        if _batching.logical_numel(out) != 1:
+            raise RuntimeError(f"grad: expected the function to return a scalar Tensor (one "
+                               f"element), but it returned a Tensor of shape {out.shape}; use "
+                               "vjp or jacrev for non-scalar outputs")
+        out = _batching.to_physical(out, levels, sizes)
+        return (out, aux) if has_aux else out
+
+    grads, value = _grad_and_value(on_physical, tuple(physical), {}, argnums, has_aux,
+                                   seed_ones=True)
+    if isinstance(grads, tuple):
+        grads = tuple(_batching.to_logical(g, levels) for g in grads)
+    else:
+        grads = _batching.to_logical(grads, levels)
+    if has_aux:
+        return grads, (_batching.to_logical(value[0], levels), value[1])
+    return grads, _batching.to_logical(value, levels)
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -218,12 +278,22 @@ def vjp(func, *primals, has_aux=False):
     """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives v^T J with respect to every
     primal, a tuple with one entry per primal; cotangents have the output's structure."""
     check_callable(func, "func", "vjp")
+    if _batching.active():
+        return _batched_vjp(func, primals, has_aux)
+    return _plain_vjp(func, primals, has_aux)
+
+
+def _plain_vjp(func, primals, has_aux):
+    """vjp on plain tensors (no batch level active, or the physical ones under vmap)."""
     with inside_transform():
         call = _ReverseCall(func, primals, {}, tuple(range(len(primals))), has_aux, "vjp")
         outputs_tuple, outputs = function_outputs(call.value, "vjp")
 
     def vjp_fn(cotangents, retain_graph=True, create_graph=None):
         """v^T J for cotangents v shaped like the outputs; one tensor per primal."""
+        if _batching.active() and _batching.any_batched(cotangents):
+            return _batched_vjp(func, primals, has_aux)[1](cotangents, retain_graph,
+                                                           create_graph)
         if outputs_tuple != isinstance(cotangents, (tuple, list)):
             raise RuntimeError(f"vjp_fn: the function returned "
                                f"{'a tuple of Tensors' if outputs_tuple else 'a single Tensor'},"
@@ -248,6 +318,82 @@ def vjp(func, *primals, has_aux=False):
     return (value, vjp_fn, call.finish_aux()) if has_aux else (value, vjp_fn)
 
 
+def _logical_outputs(value, fn_name):
+    """(was_tuple, outputs) of what a function under vmap returned: tensors or batched ones."""
+    was_tuple = isinstance(value, (tuple, list))
+    items = tuple(value) if was_tuple else (value,)
+    for i, item in enumerate(items):
+        if not _batching.tensor_or_batched(item):
+            where = f"output {i} of the user-provided function" if was_tuple else \
+                "the output of the user-provided function"
+            raise TypeError(f"{fn_name}: {where} is a {type(item).__name__}, not a Tensor: "
+                            "the function must return a Tensor or a tuple of Tensors")
+    return was_tuple, items
+
+
+def _on_physical(func, levels, sizes, has_aux, fn_name, structure):
+    """func as a function of physical tensors: its inputs become BatchedTensors at levels, its
+    outputs physical tensors batched at all of them; structure receives the outputs' was_tuple."""
+    def on_physical(*xs):
+        value = func(*[_batching.to_logical(x, levels) for x in xs])
+        out, aux = _split_aux(value, has_aux, fn_name)
+        was_tuple, outs = _logical_outputs(out, fn_name)
+        structure.append(was_tuple)
+        outs = tuple(_batching.to_physical(o, levels, sizes) for o in outs)
+        out = outs if was_tuple else outs[0]
+        return (out, aux) if has_aux else out
+    return on_physical
+
+
+def _batched_vjp(func, primals, has_aux):
+    """vjp under vmap: primals and cotangents batched at every active level (the physical vjp);
+    cotangents batched at a level entered since run func again inside it."""
+    levels, sizes = _batching.active_levels()
+    physical = [_batching.to_physical(p, levels, sizes) for p in primals]
+    structure = []
+    result = _plain_vjp(_on_physical(func, levels, sizes, has_aux, "vjp", structure),
+                        tuple(physical), has_aux)
+    value, plain_fn = result[0], result[1]
+    was_tuple = structure[0]
+
+    def vjp_fn(cotangents, retain_graph=True, create_graph=None):
+        """v^T J for cotangents v shaped like the outputs; one tensor per primal."""
+        if not set(_batching.levels_in(cotangents)) <= set(levels):
+            return _batched_vjp(func, primals, has_aux)[1](cotangents, retain_graph,
+                                                           create_graph)
+        items = tuple(cotangents) if isinstance(cotangents, (tuple, list)) else (cotangents,)
+        cts = [_batching.to_physical(c, levels, sizes) if _batching.tensor_or_batched(c) else c
+               for c in items]
+        grads = plain_fn(tuple(cts) if isinstance(cotangents, (tuple, list)) else cts[0],
+                         retain_graph, create_graph)
+        return tuple(_batching.to_logical(g, levels) for g in grads)
+
+    logical = restore([_batching.to_logical(v, levels) for v in
+                       (value if was_tuple else (value,))], was_tuple)
+    return (logical, vjp_fn, result[2]) if has_aux else (logical, vjp_fn)
+
+
+def _batched_jvp(func, primals, tangents, has_aux):
+    """jvp under vmap: primals and tangents batched at every active level (one physical jvp)."""
+    levels, sizes = _batching.active_levels()
+    for name, seq in (("primals", primals), ("tangents", tangents)):
+        for i, t in enumerate(seq):
+            if not _batching.tensor_or_batched(t):
+                raise TypeError(f"jvp: {name}[{i}] is a {type(t).__name__}, not a Tensor")
+    physical = tuple(_batching.to_physical(p, levels, sizes) for p in primals)
+    tangents = tuple(_batching.to_physical(t, levels, sizes) for t in tangents)
+    structure = []
+    result = _plain_jvp(_on_physical(func, levels, sizes, has_aux, "jvp", structure), physical,
+                        tangents, has_aux)
+    was_tuple = structure[0]
+
+    def logical(values):
+        items = values if was_tuple else (values,)
+        return restore([_batching.to_logical(v, levels) for v in items], was_tuple)
+    out = (logical(result[0]), logical(result[1]))
+    return out + (result[2],) if has_aux else out
+
+
 def jvp(func, primals, tangents, has_aux=False):
     """(func(*primals), J @ tangents[, aux]) by forward mode; tangents match primals one by
     one in shape."""
@@ -258,6 +404,13 @@ def jvp(func, primals, tangents, has_aux=False):
                             f"should be valid to call f(*primals)), got a "
                             f"{type(seq).__name__}")
     primals = tuple(primals)
+    if _batching.active():
+        return _batched_jvp(func, primals, tuple(tangents), has_aux)
+    return _plain_jvp(func, primals, tangents, has_aux)
+
+
+def _plain_jvp(func, primals, tangents, has_aux):
+    """jvp on plain tensors (no batch level active, or the physical ones under vmap)."""
     for i, p in enumerate(primals):
         if not isinstance(p, _core.Tensor):
             raise TypeError(f"jvp: primals[{i}] is a {type(p).__name__}, not a Tensor")
@@ -282,56 +435,138 @@ def jvp(func, primals, tangents, has_aux=False):
 
 # -- Jacobians and the Hessian -----------------------------------------------------------------
 
+def _identity_blocks(shapes, like):
+    """One basis tensor per shape: block i is (n, *shapes[i]) where n = sum of the numels, the
+    rows of the n x n identity that fall in shape i's part (dtype of like)."""
+    numels = [int(np.prod(shape)) for shape in shapes]
+    n = sum(numels)
+    eye = np.eye(n, dtype=np.dtype(like.dtype))
+    blocks, start = [], 0
+    for shape, m in zip(shapes, numels):
+        blocks.append(_core._from_array(eye[:, start:start + m].reshape((n,) + tuple(shape))))
+        start += m
+    return blocks, numels
+
+
 def jacrev(func, argnums=0, has_aux=False):
-    """A function returning the Jacobian of func with respect to argnums, one backward pass per
-    output element; with has_aux, (jacobian, aux)."""
+    """A function returning the Jacobian of func with respect to argnums: one vjp, vmapped over
+    the rows of the identity (one backward pass when the output has one element); with has_aux,
+    (jacobian, aux)."""
     check_callable(func, "func", "jacrev")
     def wrapper(*args, **kwargs):
-        with inside_transform():
-            call = _ReverseCall(func, args, kwargs, argnums, has_aux, "jacrev")
-            outputs_tuple, outputs = function_outputs(call.value, "jacrev")
-            with enable_grad():
-                rows = reverse_rows(outputs, call.aliases, call.create_graph)
-                blocks = [call.finish(
-                    assemble([r[j] for r in rows[i]], p, tuple(out.shape) + tuple(p.shape), 0)
-                    for j, p in enumerate(call.primals))
-                    for i, out in enumerate(outputs)]
-            jac = restore_nested(blocks, outputs_tuple, call.argnums_tuple)
-            return _with_aux(jac, call.finish_aux(), has_aux)
+        positions, argnums_tuple = _positions(argnums, len(args), "jacrev")
+        primals = tuple(args[p] for p in positions)
+        for p, x in zip(positions, primals):
+            if not _batching.tensor_or_batched(x):
+                raise TypeError(f"jacrev: argument {p} is differentiated (argnums) but is a "
+                                f"{type(x).__name__}, not a Tensor")
+
+        def on_primals(*xs):
+            return func(*_substituted(args, positions, xs), **kwargs)
+        result = vjp(on_primals, *primals, has_aux=has_aux)
+        value, vjp_fn = result[0], result[1]
+        outputs_tuple, outputs = _logical_outputs(value, "jacrev")
+        shapes = [tuple(o.shape) for o in outputs]
+        basis, numels = _identity_blocks(shapes, outputs[0] if outputs else primals[0])
+        n = sum(numels)
+        if n == 1:
+            rows = [tuple(_unsqueezed_rows(g) for g in vjp_fn(
+                tuple(b[0] for b in basis) if outputs_tuple else basis[0][0]))]
+        else:
+            rows = [vmap(vjp_fn)(tuple(basis) if outputs_tuple else basis[0])]
+        rows = rows[0]
+        blocks, start = [], 0
+        for out_shape, m in zip(shapes, numels):
+            blocks.append([_core.checked_reshape(
+                _ops_narrow(r, start, m), out_shape + tuple(p.shape))
+                for r, p in zip(rows, primals)])
+            start += m
+        jac = restore_nested(blocks, outputs_tuple, argnums_tuple)
+        return _with_aux(jac, result[2] if has_aux else None, has_aux)
     return wrapper
+
+
+def _unsqueezed_rows(g):
+    return g.unsqueeze(0)
+
+
+def _ops_narrow(x, start, length):
+    from . import _ops
+    return x if start == 0 and length == x.shape[0] else _ops.narrow(x, 0, start, length)
 
 
 def jacfwd(func, argnums=0, has_aux=False):
-    """A function returning the Jacobian of func with respect to argnums, one forward-mode pass
-    per input element; with has_aux, (jacobian, aux). Not inside another forward-mode
-    transform (one dual level per thread)."""
+    """A function returning the Jacobian of func with respect to argnums: one jvp, vmapped over
+    the columns of the identity; with has_aux, (jacobian, aux)."""
     check_callable(func, "func", "jacfwd")
     def wrapper(*args, **kwargs):
         positions, argnums_tuple = _positions(argnums, len(args), "jacfwd")
-        primals = _primals(args, positions, "jacfwd")
+        primals = _primals_of(args, positions, "jacfwd")
         _refuse_nested_forward("jacfwd")
+        shapes = [tuple(p.shape) for p in primals]
+        basis, numels = _identity_blocks(shapes, primals[0])
         structure = []
 
-        def call(diff_args):
-            value, aux = _split_aux(func(*_substituted(args, positions, diff_args), **kwargs),
+        def on_primals(*xs):
+            value, aux = _split_aux(func(*_substituted(args, positions, xs), **kwargs),
                                     has_aux, "jacfwd")
-            was_tuple, outs = function_outputs(value, "jacfwd")
+            was_tuple, outs = _logical_outputs(value, "jacfwd")
             structure.append(was_tuple)
             return outs, aux
 
-        grad_was_enabled = _core.is_grad_enabled()
-        with inside_transform():
-            outputs, aux, cols = forward_columns(call, primals)
-            blocks = [[assemble([c[i] for c in cols[j]], out,
-                                tuple(out.shape) + tuple(p.shape), out.ndim)
-                       for j, p in enumerate(primals)]
-                      for i, out in enumerate(outputs)]
-            finish = _Finisher(grad_was_enabled, primals,
-                               [b for row in blocks for b in row] + _tensors_in(aux))
-        blocks = [finish(row) for row in blocks]
-        jac = restore_nested(blocks, structure[0], argnums_tuple)
-        return _with_aux(jac, finish.aux(aux), has_aux)
+        seen = []
+
+        def column(*tangents):
+            outs_and_aux = jvp(lambda *xs: _flat_with_aux(on_primals(*xs)), primals,
+                               tangents, has_aux=True)
+            seen.append((_batching.active_levels()[0][-1], outs_and_aux[2]))
+            return outs_and_aux[1]
+        n = sum(numels)
+        if n == 0:
+            outs, aux = on_primals(*primals)
+            columns = tuple(_core._from_array(np.zeros((0,) + tuple(o.shape),
+                                                       dtype=np.dtype(o.dtype))) for o in outs)
+        else:
+            columns = vmap(column)(*basis)
+            aux = _batching.first_element(seen[0][1], seen[0][0])
+        was_tuple = structure[0]
+        blocks = []
+        for col in columns:
+            moved = _ops_movedim(col, 0, -1)
+            row, start = [], 0
+            for p, m in zip(primals, numels):
+                piece = _ops_narrow_last(moved, start, m)
+                row.append(_core.checked_reshape(piece, tuple(col.shape[1:]) + tuple(p.shape)))
+                start += m
+            blocks.append(row)
+        jac = restore_nested(blocks, was_tuple, argnums_tuple)
+        return _with_aux(jac, aux, has_aux)
     return wrapper
+
+
+def _primals_of(args, positions, fn_name):
+    primals = []
+    for p in positions:
+        if not _batching.tensor_or_batched(args[p]):
+            raise TypeError(f"{fn_name}: argument {p} is differentiated (argnums) but is a "
+                            f"{type(args[p]).__name__}, not a Tensor")
+        primals.append(args[p])
+    return tuple(primals)
+
+
+def _flat_with_aux(outs_aux):
+    outs, aux = outs_aux
+    return tuple(outs), aux
+
+
+def _ops_movedim(x, a, b):
+    from . import _ops
+    return _ops.movedim(x, a, b)
+
+
+def _ops_narrow_last(x, start, length):
+    from . import _ops
+    return x if start == 0 and length == x.shape[-1] else _ops.narrow(x, -1, start, length)
 
 
 def hessian(func, argnums=0):

@@ -8,7 +8,7 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from ._core import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
 
 _P = ParamSpec("_P")
 _Aux = TypeVar("_Aux")
@@ -107,3 +107,11 @@ def hessian(func: Callable[_P, Tensor], argnums: int = 0) -> Callable[_P, Tensor
 @overload
 def hessian(func: Callable[_P, Tensor],
             argnums: tuple[int, ...]) -> Callable[_P, tuple[_Tensors, ...]]: ...
+
+
+_InDims = int | None | tuple[Any, ...]
+
+
+def vmap(func: Callable[_P, _Out], in_dims: _InDims = 0, out_dims: Any = 0,
+         randomness: Literal["error", "different", "same"] = "error", *,
+         chunk_size: int | None = None) -> Callable[_P, _Out]: ...

@@ -1,7 +1,7 @@
 """Jacobians by rows (one backward pass per output element) or by columns (one forward-mode pass
 per input element), and their assembly into out.shape + in.shape blocks.
 
-lucid has no vmap: `vectorize=True` runs the same loop. Blocks are assembled with NumPy when
+autograd.functional's `vectorize=True` runs the same loop (lucid.func.jacrev/jacfwd use vmap). Blocks are assembled with NumPy when
 nothing needs to be differentiated through them, and with lucid.stack / reshape (recorded, and
 carrying tangents) when they must stay differentiable (create_graph, or inside a transform).
 """

@@ -13,7 +13,7 @@ torch.autograd.functional.
 structures (a tuple of tuples for several outputs and inputs). Results have no history unless
 `create_graph=True`, which makes them differentiable with respect to the inputs that require grad
 (and to `v`). An input the outputs do not depend on gets zeros, or a RuntimeError with
-`strict=True`. lucid has no vmap, so `vectorize=True` computes the same loop as False;
+`strict=True`. `vectorize=True` computes the same loop as False (lucid.func.jacrev vmaps);
 `strategy="forward-mode"` works with either, and with `create_graph=True`.
 """
 from .. import _core

@@ -4,14 +4,16 @@
  * The registration swaps the op's vectorcall entry (PEP 590: the function pointer every call of
  * the object goes through, methods of Tensor included) for one of the forwarders below, which
  * passes a call without keywords, or with none of the three, straight on to the original entry:
- * a plain call pays one test and one jump. Only a call naming `axis`, `keepdims` or `out` takes
- * the slow path, which reads the op's record (its public name, whether its signature has `dim`,
- * `keepdim`, `out`) from a dict and renames or refuses. A function taking *args has no entry
+ * a plain call pays one test and one jump (and one load: while vmap is active the forwarder first
+ * offers the call to the batching rules, Note [Batch dispatch]). Only a call naming `axis`,
+ * `keepdims` or `out` takes the slow path, which reads the op's record (its public name, whether
+ * its signature has `dim`, `keepdim`, `out`) from a dict and renames or refuses. A function taking *args has no entry
  * to forward (Cython gives it none): its calls are left as they are. */
 #ifndef LUCID_OP_KEYWORDS_H
 #define LUCID_OP_KEYWORDS_H
 
 #include <Python.h>
+#include "../base/batch_dispatch.h"
 
 #define LUCID_KW_SLOTS 8                 /* distinct original entries (Cython has a few kinds) */
 
@@ -108,6 +110,12 @@ static PyObject* lucid_kw_slow(PyObject* f, PyObject* const* args, size_t nargsf
 #define LUCID_KW_FORWARDER(i)                                                                   \
     static PyObject* lucid_kw_forward_##i(PyObject* f, PyObject* const* args, size_t nargsf,     \
                                           PyObject* kwnames) {                                  \
+        if (lucid_batch_dispatching()) {                                                        \
+            PyObject* batched = lucid_batch_dispatch_call(f, args, nargsf, kwnames);            \
+            if (batched != Py_NotImplemented)                                                   \
+                return batched;                                                                 \
+            Py_DECREF(batched);                                                                 \
+        }                                                                                       \
         if (kwnames == NULL || !lucid_kw_suspect(kwnames))                                      \
             return lucid_kw_original[i](f, args, nargsf, kwnames);                              \
         return lucid_kw_slow(f, args, nargsf, kwnames, lucid_kw_original[i]);                   \

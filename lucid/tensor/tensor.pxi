@@ -230,36 +230,48 @@ cdef class Tensor:
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
+        if batched_operand(other):                # Note [Batch dispatch]
+            return NotImplemented
         return add(self, other)
 
     def __radd__(self, other):
         return add(other, self)
 
     def __sub__(self, other):
+        if batched_operand(other):
+            return NotImplemented
         return sub(self, other)
 
     def __rsub__(self, other):
         return sub(other, self)
 
     def __mul__(self, other):
+        if batched_operand(other):
+            return NotImplemented
         return mul(self, other)
 
     def __rmul__(self, other):
         return mul(other, self)
 
     def __truediv__(self, other):
+        if batched_operand(other):
+            return NotImplemented
         return div(self, other)
 
     def __rtruediv__(self, other):
         return div(other, self)
 
     def __pow__(self, other, modulo):
+        if batched_operand(other):
+            return NotImplemented
         return pow(self, other)
 
     def __rpow__(self, other, modulo):
         return pow(other, self)
 
     def __matmul__(self, other):
+        if batched_operand(other):
+            return NotImplemented
         return matmul(self, other)
 
     def __rmatmul__(self, other):
@@ -272,19 +284,29 @@ cdef class Tensor:
         return self
 
     def __richcmp__(self, other, int op):
+        if batched_operand(other):
+            return NotImplemented
         return compare(self, other, op)
 
     # -- in place ------------------------------------------------------------------------------
     def __iadd__(self, other):
+        if batched_operand(other):
+            raise batched_into_plain("__iadd__")
         return inplace_binary(self, other, INPLACE_ADD)
 
     def __isub__(self, other):
+        if batched_operand(other):
+            raise batched_into_plain("__isub__")
         return inplace_binary(self, other, INPLACE_SUB)
 
     def __imul__(self, other):
+        if batched_operand(other):
+            raise batched_into_plain("__imul__")
         return inplace_binary(self, other, INPLACE_MUL)
 
     def __itruediv__(self, other):
+        if batched_operand(other):
+            raise batched_into_plain("__itruediv__")
         return inplace_binary(self, other, INPLACE_DIV)
 
 
@@ -295,9 +317,16 @@ cdef class Tensor:
 
 
     def __getitem__(self, index):
+        if lucid_batch_dispatching():             # an index may be batched (Note [Batch dispatch])
+            batched = _batch_dispatch_call(Tensor.__getitem__, self, index)
+            if batched is not NotImplemented:
+                return batched
         return getitem(self, index)
 
     def __setitem__(self, index, value):
+        if lucid_batch_dispatching():
+            if _batch_dispatch_call(Tensor.__setitem__, self, index, value) is not NotImplemented:
+                return
         setitem(self, index, value)
 
     def __abs__(self):

@@ -68,6 +68,9 @@ cdef list tensor_list(tuple tensors, str op):
 
 def broadcast_tensors(*tensors):
     """The tensors expanded to their common broadcast shape (views), as a tuple."""
+    batched = _batch_dispatch_call(broadcast_tensors, *tensors)   # Note [Batch dispatch]
+    if batched is not NotImplemented:
+        return batched
     cdef list ts = tensor_list(tensors, "broadcast_tensors")
     cdef tuple shape
     try:
@@ -83,6 +86,9 @@ define_op(broadcast_tensors, TENSORS, ANY, method="none")
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids of 1-d tensors: out[i] holds tensors[i] along dim i ("ij") or with the
     first two dims swapped ("xy"); expanded views."""
+    batched = _batch_dispatch_call(meshgrid, *tensors, indexing=indexing)
+    if batched is not NotImplemented:
+        return batched
     cdef list ts = tensor_list(tensors, "meshgrid")
     if not ts:
         raise RuntimeError("meshgrid expects a non-empty TensorList")

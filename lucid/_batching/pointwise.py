@@ -1,0 +1,28 @@
+"""Batching rules of elementwise ops: batch dims lead, logical dims align on the right."""
+from .dispatch import family, rule
+from .physical import aligned, is_batched, levels_of, logical_ndim, wrap
+
+
+def pointwise_call(call):
+    """Align every tensor argument of call to the call's levels and logical rank; returns the
+    levels (the result's)."""
+    slots = call.tensor_slots()
+    levels = levels_of([v for _, v in slots])
+    rank = max(logical_ndim(v) for _, v in slots)
+    for slot, v in slots:
+        if is_batched(v):
+            call.put(slot, aligned(v, levels, rank=rank))
+    return levels
+
+
+@family("pointwise")
+def pointwise(call):
+    """An elementwise op: the batched operands get the call's batch dims, all align."""
+    levels = pointwise_call(call)
+    return wrap(call.run(), levels)
+
+
+@rule("allclose")
+def refuse_data_dependent(call):
+    from .batched import data_dependent
+    raise data_dependent(f"lucid.{call.name} (a Python bool)")
