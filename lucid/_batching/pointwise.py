@@ -26,3 +26,21 @@ def pointwise(call):
 def refuse_data_dependent(call):
     from .batched import data_dependent
     raise data_dependent(f"lucid.{call.name} (a Python bool)")
+
+
+@rule("is_tensor")
+def is_tensor(call):
+    """A batched tensor is a tensor."""
+    return True
+
+
+@rule("is_complex", "is_floating_point")
+def dtype_question(call):
+    """A question about the dtype, which the batch dims do not change."""
+    return call.f(call.first().value)
+
+
+@rule("numel")
+def numel(call):
+    """The logical tensor's number of elements."""
+    return call.first().numel()

@@ -37,7 +37,8 @@ class profile:
         print(prof.table())                      # per node name: count, total, mean, share
         prof.export_chrome_trace("trace.json")   # open in Perfetto or chrome://tracing
 
-    Counters: `backward_calls` (traversals; a re-entrant backward counts as its own),
+    Counters: `vmap_fallbacks` (vmap calls of an op without a batching rule, run once per
+    batch element), `backward_calls` (traversals; a re-entrant backward counts as its own),
     `nodes_run`, `nodes_skipped` (pruned by grad()/inputs= or reached by no gradient),
     `python_reentries` (Function backwards and hooks) and `python_seconds`, `engine_seconds`.
     With `record_nodes=True` (the default) each node apply, hook and Function backward is also
@@ -55,6 +56,7 @@ class profile:
         self.events = []
 
     def __enter__(self):
+        self._fallbacks = _fallback_total()
         self._mark = _core._profile_start(self.record_nodes)
         return self
 
@@ -62,6 +64,7 @@ class profile:
         self.events = [ProfileEvent(*e) for e in _core._profile_events(self._mark)]
         for name, value in _core._profile_stop(self._mark).items():
             setattr(self, name, value)
+        self.vmap_fallbacks = _fallback_total() - self._fallbacks
         return False
 
     def table(self, by="name", kinds=("node", "range"), limit=None):
@@ -107,6 +110,11 @@ class profile:
     def __repr__(self):
         return "profile(" + ", ".join(f"{f}={getattr(self, f, None)!r}" for f in self._FIELDS) + \
             f", events={len(self.events)})"
+
+
+def _fallback_total():
+    from .._batching.dispatch import fallback_counts
+    return sum(fallback_counts.values())
 
 
 class ProfileEvent:

@@ -173,3 +173,21 @@ def test_nothing_is_batched_after_vmap_returns():
     out = vmap(lambda a: a * 2)(randn(4, 3))
     assert type(out) is lucid.Tensor
     assert lucid._core._batch_dispatch_on() is False
+
+
+def test_questions_about_a_batched_tensor_answer_for_one_element():
+    seen = []
+    vmap(lambda a: seen.append((lucid.is_tensor(a), lucid.numel(a), lucid.is_floating_point(a),
+                                a.shape, a.ndim, len(a))) or a)(randn(4, 3, 2))
+    assert seen == [(True, 6, True, (3, 2), 2, 3)]
+
+
+def test_an_op_without_a_rule_loops_warns_once_and_is_counted():
+    x, q = randn(4, 5), lucid.rand(4, dtype=F64)
+    f = lambda a, p: lucid.quantile(a, p)          # a batched q has no rule: the fallback
+    with lucid.autograd.profile(record_nodes=False) as prof:
+        with pytest.warns(UserWarning, match="lucid.quantile has no batching rule"):
+            got = vmap(f)(x, q)
+    assert prof.vmap_fallbacks == 1
+    np.testing.assert_allclose(got.numpy(), [np.quantile(x.numpy()[i], q.numpy()[i])
+                                             for i in range(4)], rtol=1e-12)
