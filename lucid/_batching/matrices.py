@@ -98,38 +98,29 @@ def _need_rank(x, rank, op, what):
         raise RuntimeError(f"{op}: {what} must be a {rank}-d tensor, got {logical_ndim(x)}-d")
 
 
-@rule("mm")
-def mm(call):
-    """mm(a, b): matmul of two logical matrices."""
-    a, b = call.args[0], call.args[1]
-    _need_rank(a, 2, "mm", "self"), _need_rank(b, 2, "mm", "mat2")
-    out, levels = matmul_physical(a, b, "mm")
-    return wrap(out, levels)
+def _product_of_rank(op, rank, names):
+    """The rule of matmul restricted to operands of one rank (mm: 2, bmm: 3, dot: 1)."""
+    def product(call):
+        a, b = call.args[0], call.args[1]
+        _need_rank(a, rank, op, names[0])
+        _need_rank(b, rank, op, names[1])
+        out, levels = matmul_physical(a, b, op)
+        return wrap(out, levels)
+    product.__doc__ = f"{op}(a, b): matmul of two logical {rank}-d tensors."
+    return product
 
 
-@rule("bmm")
-def bmm(call):
-    """bmm(a, b): matmul of two logical stacks of matrices."""
-    a, b = call.args[0], call.args[1]
-    _need_rank(a, 3, "bmm", "self"), _need_rank(b, 3, "bmm", "mat2")
-    out, levels = matmul_physical(a, b, "bmm")
-    return wrap(out, levels)
-
-
-@rule("dot")
-def dot(call):
-    """dot(a, b): the inner product of two logical vectors."""
-    a, b = call.args[0], call.args[1]
-    _need_rank(a, 1, "dot", "self"), _need_rank(b, 1, "dot", "tensor")
-    out, levels = matmul_physical(a, b, "dot")
-    return wrap(out, levels)
+rule("mm")(_product_of_rank("mm", 2, ("self", "mat2")))
+rule("bmm")(_product_of_rank("bmm", 3, ("self", "mat2")))
+rule("dot")(_product_of_rank("dot", 1, ("self", "tensor")))
 
 
 @rule("outer")
 def outer(call):
     """outer(a, b) = a[:, None] * b[None, :] of two logical vectors."""
     a, b = call.args[0], call.args[1]
-    _need_rank(a, 1, "outer", "self"), _need_rank(b, 1, "outer", "vec2")
+    _need_rank(a, 1, "outer", "self")
+    _need_rank(b, 1, "outer", "vec2")
     levels = levels_of([a, b])
     pa = aligned(_unsqueezed(a, -1), levels, rank=2) if is_batched(a) else _core.unsqueeze(a, -1)
     pb = aligned(b, levels, rank=2) if is_batched(b) else b

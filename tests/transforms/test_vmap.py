@@ -191,3 +191,13 @@ def test_an_op_without_a_rule_loops_warns_once_and_is_counted():
     assert prof.vmap_fallbacks == 1
     np.testing.assert_allclose(got.numpy(), [np.quantile(x.numpy()[i], q.numpy()[i])
                                              for i in range(4)], rtol=1e-12)
+
+
+def test_fixed_rank_products_batch_and_check_their_ranks():
+    a, b, v = randn(4, 2, 3), randn(4, 3, 5), randn(4, 3)
+    np.testing.assert_allclose(vmap(lucid.mm)(a, b).numpy(), a.numpy() @ b.numpy())
+    np.testing.assert_allclose(vmap(lucid.bmm)(a.unsqueeze(1), b.unsqueeze(1)).numpy(),
+                               (a.numpy() @ b.numpy())[:, None])
+    np.testing.assert_allclose(vmap(lucid.dot)(v, v).numpy(), (v.numpy() ** 2).sum(1))
+    with pytest.raises(RuntimeError, match="mm: self must be a 2-d tensor"):
+        vmap(lucid.mm)(v, v)
