@@ -122,6 +122,28 @@ def forward_ad(lib):
         raise NotAvailable(f"{lib.name} has no forward_ad ({first_line(e)})") from None
 
 
+def func_vmap(lib):
+    """The library's ``func.vmap`` (``torch.func.vmap``; ``lucid.func.vmap`` once it exists);
+    NotAvailable when it has none."""
+    vmap = getattr(getattr(lib.mod, "func", None), "vmap", None)
+    if vmap is None:
+        raise NotAvailable(f"{lib.name}.func.vmap does not exist (yet)")
+    return vmap
+
+
+def call_case(lib, call):
+    """A Case timing one call (the "fwd" column, no backward): ``call()`` returns a list of
+    tensors (arrays for the floor), which are what the check compares."""
+    import numpy as np
+    box = {}
+    as_numpy = (lambda a: np.array(a, copy=True)) if lib.name == "numpy" else lib.to_numpy
+
+    def forward():
+        box["out"] = call()
+
+    return Case(forward, None, lambda: [as_numpy(t) for t in box["out"]], box.clear)
+
+
 def load_lib(name):
     """Import a library; returns (Lib or None, reason-if-None)."""
     try:

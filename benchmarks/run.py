@@ -3,7 +3,7 @@
     python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
     python benchmarks/run.py --compare OLD.json NEW.json
 
-Workloads are those of benchmarks/README.md (W1-W11), one module each, listed in REGISTRY
+Workloads are those of benchmarks/README.md (W1-W14), one module each, listed in REGISTRY
 below: adding a workload is one new file plus one line here.  Every library runs with one intra-op
 thread (the thread variables are set here before numpy is imported; torch.set_num_threads(1)).
 
@@ -50,6 +50,8 @@ REGISTRY = [
     "w8_hvp",
     "w9_forward_mode",
     "w11_lbfgs",
+    "w12_per_sample_grads",
+    "w13_batched_laplacian",
     "w14_mixed_ops",
     "w10_scaling",          # fresh processes per library and size, run from this process
 ]
