@@ -123,10 +123,13 @@ class CaseServer:
             self.proc.kill()
         code = self.proc.wait(timeout=30)
         self.stderr.seek(0)
-        tail = self.stderr.read()[-1500:]
+        text = self.stderr.read()
         self.discard()
         how = f"hung (no answer in {CALL_TIMEOUT} s)" if not ready else f"crashed (exit {code})"
-        return f"the interpreter {how}; its stderr ends:\n{tail}"
+        # faulthandler's first line names the signal; a sanitizer's report after it can be long
+        fatal = next((ln for ln in text.splitlines() if ln.startswith("Fatal Python error")), "")
+        fatal = f"{fatal}\n...\n" if fatal and fatal not in text[-1500:] else ""
+        return f"the interpreter {how}; its stderr ends:\n{fatal}{text[-1500:]}"
 
 
 def test_the_case_server_reports_a_crash_and_restarts():
