@@ -297,3 +297,65 @@ def test_matmul_gradient_of_a_transposed_operand(transposed, rng):
     (gw,) = lucid.autograd.grad((f(x, w) ** 2).sum(), [w], create_graph=True)
     assert gw.detach().numpy().flags["C_CONTIGUOUS"]
     assert gradcheck(f, (x, w)) and gradgradcheck(f, (x, w))
+
+
+# -- matmul's kernel choice (Note [Matmul kernels]): the same values and dtype as np.matmul --------
+
+_W = np.arange(20.0).reshape(5, 4) / 7.0
+
+
+@pytest.mark.parametrize("left,right", [
+    ((3, 2, 5), (5, 4)),                                        # a stack against one matrix
+    ((3, 2, 5), "broadcast"),                                   # stride-0 batch (vmap's copy of W)
+    ((3, 2, 5), (1, 5, 4)),                                     # size-1 batch
+    ((2, 3, 2, 5), (3, 5, 4)),                                  # a real batch: the plain kernel
+    ((2, 3, 2, 5), (1, 1, 5, 4)),
+    ((64, 128, 1), (64, 1, 128)),                               # outer products, einsum's size
+    ((4, 8, 1), (4, 1, 8)),                                     # below it: matmul
+    ((64, 128, 1), (1, 128)),
+    ((0, 2, 5), (5, 4)), ((3, 0, 5), (5, 4)), ((3, 2, 0), (0, 4)),    # 0-size
+    ((5,), (3, 5, 4)), ((3, 2, 5), (5,)),                       # vectors
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_matmul_values_and_dtype_equal_numpys(left, right, dtype, rng):
+    a = (rng.standard_normal(left) * 3).astype(dtype)
+    b = (np.broadcast_to(_W * 3, (3, 5, 4)) if right == "broadcast"
+         else rng.standard_normal(right) * 3).astype(dtype)
+    got = lucid.matmul(lucid.tensor(a), lucid.tensor(b)).numpy()
+    expected = np.matmul(a, b)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_matmul_of_mixed_dtypes_promotes_like_the_other_ops(rng):
+    """float32 with float64 computes in float64; float32 with an integer tensor stays float32
+    (PyTorch's promotion, as a * b)."""
+    a = rng.standard_normal((64, 128, 1)).astype(np.float32)
+    for b in (rng.standard_normal((64, 1, 128)), np.ones((5, 1, 1), dtype=np.int64)[:1],
+              rng.standard_normal((1, 4)), np.ones((1, 128), dtype=np.int32)):
+        ta, tb = lucid.tensor(a), lucid.tensor(b)
+        got = lucid.matmul(ta, tb).numpy()
+        dt = np.dtype((ta[..., :1] * tb[..., :1, :1]).dtype.name)
+        assert got.dtype == dt
+        np.testing.assert_allclose(got, np.matmul(a.astype(dt), b.astype(dt)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("left,right", [((3, 2, 5), (4, 4)), ((3, 2, 1), (2, 4)),
+                                        ((3, 2, 5), (2, 5, 4)), ((64, 128, 1), (3, 1, 128))])
+def test_matmul_of_mismatched_shapes_raises_naming_both(left, right):
+    a, b = lucid.ones(left, requires_grad=True), lucid.ones(right)
+    with pytest.raises(RuntimeError) as info:
+        lucid.matmul(a, b)
+    assert_mentions_shapes(str(info.value), left, right)
+    assert a.grad is None and a.grad_fn is None
+
+
+def test_matmul_gradient_through_each_kernel(rng):
+    """gradcheck over a stack against a broadcast weight and over outer products large enough to
+    take einsum's kernel in the backward (x^T g of row vectors)."""
+    w = lucid.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    x = lucid.tensor(rng.standard_normal((3, 2, 5)), requires_grad=True)
+    assert gradcheck(lambda x, w: x @ w.expand(3, 5, 4), (x, w))
+    u = lucid.tensor(rng.standard_normal((2, 70, 1)), requires_grad=True)
+    v = lucid.tensor(rng.standard_normal((2, 1, 70)), requires_grad=True)
+    assert gradcheck(lambda u, v: u @ v, (u, v))
