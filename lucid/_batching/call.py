@@ -6,12 +6,12 @@ from .batched import BatchedTensor
 from .levels import run
 
 Tensor = _core.Tensor
-_PARAMS = {}                               # op function -> (positional names, all names)
+_PARAMS = {}                               # op function -> (positional names, all names, defaults)
 _SPELLINGS = {"axis": "dim", "keepdims": "keepdim"}   # Note [Op keywords]
 
 
 def params(f):
-    """(names of f's positional parameters, names of all its parameters)."""
+    """(names of f's positional parameters, names of all its parameters, {name: default})."""
     known = _PARAMS.get(f)
     if known is None:
         try:
@@ -20,7 +20,8 @@ def params(f):
             ps = []
         positional = tuple(p.name for p in ps if p.kind in (p.POSITIONAL_ONLY,
                                                               p.POSITIONAL_OR_KEYWORD))
-        known = _PARAMS[f] = (positional, tuple(p.name for p in ps))
+        defaults = {p.name: p.default for p in ps if p.default is not p.empty}
+        known = _PARAMS[f] = (positional, tuple(p.name for p in ps), defaults)
     return known
 
 
@@ -30,12 +31,12 @@ def tensor_like(x):
 
 class Call:
     """f's arguments, readable and replaceable by parameter name."""
-    __slots__ = ("f", "args", "kwargs", "positional")
+    __slots__ = ("f", "args", "kwargs", "positional", "defaults")
 
     def __init__(self, f, args, kwargs):
         self.f = f
         self.args = list(args)
-        self.positional, names = params(f)
+        self.positional, names, self.defaults = params(f)
         self.kwargs = {}
         for k, v in (kwargs or {}).items():
             k = _SPELLINGS.get(k, k) if _SPELLINGS.get(k) in names else k
@@ -56,6 +57,15 @@ class Call:
         if i >= 0:
             return self.args[i]
         return self.kwargs.get(name, default)
+
+    def get_or_default(self, name):
+        """The argument passed for name, else the op's default for it (None when it has none)."""
+        i = self._index(name)
+        if i >= 0:
+            return self.args[i]
+        if name in self.kwargs:
+            return self.kwargs[name]
+        return self.defaults.get(name)
 
     def set(self, name, value):
         i = self._index(name)

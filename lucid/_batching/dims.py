@@ -14,12 +14,12 @@ _DIM_PARAMS = ("dim", "dim0", "dim1", "dim2", "dims", "start_dim", "end_dim", "s
 
 
 def shift_dims(call, rank, k, extra=0):
-    """Shift every dim argument of call (normalized against rank + extra) by k."""
+    """Shift every dim argument of call (normalized against rank + extra) by k; one left at
+    its default is shifted too (diagonal's dim1=0 names the first logical dim, not the batch's)."""
     for name in _DIM_PARAMS:
-        if call.has(name):
-            d = call.get(name)
-            if d is not None:
-                call.set(name, shifted_dims(d, rank + extra, k, call.name))
+        d = call.get_or_default(name)
+        if d is not None:
+            call.set(name, shifted_dims(d, rank + extra, k, call.name))
 
 
 def _aligned_tensors(call):

@@ -77,7 +77,8 @@ def max_min(call):
 @rule("linalg.matrix_norm")
 def matrix_norm(call):
     """The norm of the matrices in the last two logical dims (or those dim names)."""
-    return wrap(_dims_call(call, (-2, -1)), levels_of([call.first()]))
+    levels = levels_of([call.first()])           # before _dims_call unwraps the input
+    return wrap(_dims_call(call, (-2, -1)), levels)
 
 
 @rule("linalg.norm")
@@ -85,7 +86,8 @@ def linalg_norm(call):
     """A vector norm over every element, or a matrix norm when ord needs one and x is 2-D."""
     x = call.first()
     if call.get("dim") is None and isinstance(call.get("ord"), str) and len(logical_shape(x)) == 2:
-        return wrap(_dims_call(call, (-2, -1)), levels_of([x]))
+        levels = levels_of([x])
+        return wrap(_dims_call(call, (-2, -1)), levels)
     return reduction(call)
 
 
