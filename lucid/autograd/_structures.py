@@ -3,6 +3,7 @@ given back in the structure the user passed."""
 import numpy as np
 
 from .. import _core
+from .._batching.batched import BatchedTensor
 
 Tensor = _core.Tensor
 
@@ -28,11 +29,12 @@ def as_tensor_tuple(value, what, fn_name):
 
 
 def function_outputs(value, fn_name):
-    """as_tensor_tuple for what the user's function returned (its own error wording)."""
+    """as_tensor_tuple for what the user's function returned (its own error wording); under
+    vmap (a vectorized Jacobian) its outputs are BatchedTensors."""
     was_tuple = isinstance(value, (tuple, list))
     items = tuple(value) if was_tuple else (value,)
     for i, item in enumerate(items):
-        if not isinstance(item, Tensor):
+        if not isinstance(item, Tensor) and type(item) is not BatchedTensor:
             where = f"output {i} of the user-provided function" if was_tuple else \
                 "the output of the user-provided function"
             raise TypeError(f"{fn_name}: {where} is a {type(item).__name__}, not a Tensor: "
