@@ -142,14 +142,19 @@ else:
     # -ffp-contract=off: no fused multiply-add unless written, so a typed loop gives the same
     # bits on its vector body, its scalar head and tail, and every target_clones version
     # (with contraction, which elements took the FMA path depended on the array's alignment).
+    # The -Werror= flags are the diagnostics GCC 14 turned into errors: an older compiler fails
+    # on them too, so the build cannot break first on a user's newer one.
+    GCC14_ERRORS = ["-Werror=incompatible-pointer-types", "-Werror=int-conversion",
+                    "-Werror=implicit-function-declaration"]
     COMPILE_ARGS = (["-O0", "-g"] if DEBUG else ["-O3", "-g0", "-fno-trapping-math"]) + \
-        ["-ffp-contract=off"]
+        ["-ffp-contract=off"] + GCC14_ERRORS
     LINK_ARGS = ["-s"] if not DEBUG and sys.platform.startswith("linux") else []
     if SANITIZE:
         # -fno-sanitize-recover: the first report ends the process, so a finding fails the run
         SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                       "-fno-omit-frame-pointer"]
-        COMPILE_ARGS = ["-O1", "-g"] + SANITIZERS + ["-fno-trapping-math", "-ffp-contract=off"]
+        COMPILE_ARGS = ["-O1", "-g"] + SANITIZERS + ["-fno-trapping-math", "-ffp-contract=off"] + \
+            GCC14_ERRORS
         LINK_ARGS = SANITIZERS
 
 DIRECTIVES = {

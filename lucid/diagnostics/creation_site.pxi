@@ -5,8 +5,12 @@
 cdef extern from "Python.h":
     ctypedef struct PyFrameObject:
         pass
+    ctypedef struct PyCodeObject:
+        pass
     PyFrameObject* PyEval_GetFrame()
-    PyObject* PyFrame_GetCode(PyFrameObject* frame)      # new reference
+    # new reference; declared with its own return type, since GCC 14 refuses a PyCodeObject*
+    # assigned to a PyObject* (-Wincompatible-pointer-types is an error there)
+    PyCodeObject* PyFrame_GetCode(PyFrameObject* frame)
     PyFrameObject* PyFrame_GetBack(PyFrameObject* frame) # new reference
     int PyFrame_GetLasti(PyFrameObject* frame)
 
@@ -23,7 +27,7 @@ def set_creation_sites(bint on):
 
 
 cdef inline void site_from_frame(Node node, PyFrameObject* frame) noexcept:
-    cdef PyObject* code = PyFrame_GetCode(frame)
+    cdef PyObject* code = <PyObject*>PyFrame_GetCode(frame)
     node.creation_code = <object>code
     Py_XDECREF(code)
     node.creation_lasti = PyFrame_GetLasti(frame)
@@ -60,7 +64,7 @@ cdef object current_site():
     cdef PyFrameObject* frame = PyEval_GetFrame()
     if frame == NULL:
         return None
-    cdef PyObject* code = PyFrame_GetCode(frame)
+    cdef PyObject* code = <PyObject*>PyFrame_GetCode(frame)
     site = site_of_code(<object>code, PyFrame_GetLasti(frame))
     Py_XDECREF(code)
     return site
