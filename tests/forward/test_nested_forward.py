@@ -325,3 +325,18 @@ def test_reverse_over_nested_forward():
     # d/dx_k sum_i u_i v_i (x_i sin x_i)'' = u_k v_k (x sin x)''' at x_k
     third = lambda y: -3 * np.sin(y) - y * np.cos(y)                          # noqa: E731
     np.testing.assert_allclose(npv(g), U * V * third(X), rtol=1e-10, atol=1e-12)
+
+
+def test_forward_over_reverse_under_nested_levels_keeps_every_levels_tangent():
+    # exp saves its output for backward; the gradient exp(x) read back from it is a dual at
+    # both levels (d/dx exp(x) along each level's perturbation: exp(x) * 1)
+    p = f64([0.3, -1.2], requires_grad=True)
+    with fwAD.dual_level() as outer:
+        x = fwAD.make_dual(p, f64([1.0, 1.0]))
+        with fwAD.dual_level() as inner:
+            y = fwAD.make_dual(x, f64([2.0, 3.0])).exp()
+            g, = lucid.autograd.grad(y.sum(), (p,), create_graph=True)
+            want = np.exp([0.3, -1.2])
+            np.testing.assert_allclose(npv(g), want, rtol=1e-14)
+            np.testing.assert_allclose(npv(tangent(g, inner)), want * [2.0, 3.0], rtol=1e-14)
+            np.testing.assert_allclose(npv(tangent(g, outer)), want, rtol=1e-14)
