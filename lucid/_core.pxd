@@ -108,8 +108,8 @@ cdef class TensorExtra:
                                                 # not batched (reserved: vmap will fill it)
     cdef list fw_outer                          # tangents at outer dual levels, [(level id,
                                                 # Tensor), ...] outermost first, or None (the
-                                                # innermost's is fw_grad; reserved: nested
-                                                # forward mode will fill it)
+                                                # innermost's is fw_grad; Note [Nested forward
+                                                # mode])
 
 
 cdef class Tensor:

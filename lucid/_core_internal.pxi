@@ -89,6 +89,10 @@ cdef void set_tangent(Tensor t, Tensor tangent)  # give t a tangent at the activ
 cdef long suspend_fw() noexcept nogil            # forward mode off while a jvp rule runs ...
 cdef void resume_fw(long level) noexcept nogil   # ... and back on
 cdef Tensor fit_tangent(Tensor t, Tensor out)    # t broadcast and cast to out's form
+cdef object fw_levels()                          # for _ in fw_levels(): once per visible level,
+cdef object fw_levels_inner_first()              # ... outermost / innermost first (Note [Nested
+                                                 # forward mode])
+cdef bint has_tangent(Tensor t)                  # a tangent at any visible level?
 cdef Tensor linear_jvp(Tensor a, object op, tuple args)   # a linear op's jvp: op(t, *args)
 cdef Tensor linear_jvp_n(object tensors, object op, tuple args)   # ... of several tensors
 

@@ -133,14 +133,6 @@ def _with_aux(result, aux, has_aux):
     return (result, aux) if has_aux else result
 
 
-def _refuse_nested_forward(fn_name):
-    if _core._current_dual_level() is not None:
-        raise RuntimeError(f"{fn_name}: a forward-mode transform is already active in this "
-                           "thread: nested forward-mode levels are not supported (lucid has one "
-                           "dual level per thread, so jacfwd(jacfwd(f)) and jvp inside jvp "
-                           "raise); use jacrev for one of them")
-
-
 class _Finisher:
     """Detaches a transform's results unless something outside it can differentiate them
     (needs_graph); called inside the transform."""
@@ -417,7 +409,6 @@ def _plain_jvp(func, primals, tangents, has_aux):
     check_float(primals, "primal", "jvp")
     refuse_integer_tangents(tangents, "jvp")
     tangents = checked_vectors(tuple(tangents), primals, "primal", "jvp")
-    _refuse_nested_forward("jvp")
     grad_was_enabled = _core.is_grad_enabled()
     with inside_transform():
         with forward_ad.dual_level():
@@ -502,7 +493,6 @@ def jacfwd(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         positions, argnums_tuple = _positions(argnums, len(args), "jacfwd")
         primals = _primals_of(args, positions, "jacfwd")
-        _refuse_nested_forward("jacfwd")
         shapes = [tuple(p.shape) for p in primals]
         basis, numels = _identity_blocks(shapes, primals[0])
         structure = []

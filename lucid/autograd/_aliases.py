@@ -44,22 +44,28 @@ def _is_private_leaf(t):
 def differentiable_alias(x, connect=True):
     """A new tensor equal to x that requires grad; when x requires grad and connect is True,
     gradients through it flow on to x (Note [Transform aliases])."""
-    tangent = tangent_of(x)
     if connect and x.requires_grad:
         alias = x.view(x.shape)
     else:
         alias = x.detach().requires_grad_(True)
         _private_leaves[id(alias)] = weakref.ref(alias, _forget(id(alias)))
-    if tangent is not None and tangent_of(alias) is None:
-        alias = forward_ad.make_dual(alias, tangent)
-    return alias
+    return with_tangents(alias, x)
+
+
+def with_tangents(out, src):
+    """out, made a dual (of a dual ...) with src's tangents at each dual level where out has
+    none (the levels nest: section 7 of the API)."""
+    if _core._current_dual_level() is None:
+        return out
+    for level, tangent in _core._tangents(src):
+        if _core._unpack_dual(out, level)[1] is None:
+            out = forward_ad.make_dual(out, tangent, level=level)
+    return out
 
 
 def detached(t):
-    """t without history, keeping its tangent at the active dual level (if any)."""
-    tangent = tangent_of(t)
-    out = t.detach()
-    return out if tangent is None else forward_ad.make_dual(out, tangent)
+    """t without history, keeping its tangents at the entered dual levels (if any)."""
+    return with_tangents(t.detach(), t)
 
 
 def transform_depth():

@@ -6,8 +6,10 @@
         y = f(x)
         out, jvp = fwAD.unpack_dual(y)          # jvp = J_f(primal) @ tangent
 
-Levels are per thread, like grad mode. One level at a time: entering a second one raises.
-Leaving a level drops every tangent made in it.
+Levels are per thread, like grad mode, and nest: `with dual_level() as lvl` gives the level's
+id; make_dual and unpack_dual work at the innermost level unless given `level=`; levels exit in
+the reverse order of entering. A dual of a dual keeps its outer tangent, so each level's
+tangents stay independent. Leaving a level drops every tangent made in it.
 """
 import collections
 import functools
@@ -25,11 +27,9 @@ class UnpackedDualTensor(collections.namedtuple("UnpackedDualTensor", ["primal",
 
 
 def unpack_dual(tensor, *, level=None):
-    """(primal, tangent) of a dual tensor; tangent is None when it has none at the level."""
-    current = _core._current_dual_level()
-    if level is not None and level != current:
-        raise RuntimeError(f"unpack_dual: level {level} is not the active level ({current})")
-    return UnpackedDualTensor(*_core._unpack_dual(tensor))
+    """(primal, tangent) of a dual tensor at level (the innermost when None); tangent is None
+    when it has none there, and the primal keeps the tangents of the other levels."""
+    return UnpackedDualTensor(*_core._unpack_dual(tensor, level))
 
 
 def enter_dual_level():
@@ -38,7 +38,8 @@ def enter_dual_level():
 
 
 def exit_dual_level(*, level=None):
-    """End this thread's dual level; its tangents are dropped."""
+    """End this thread's innermost dual level (level, if given, must be it); its tangents are
+    dropped."""
     _core._exit_dual_level(level)
 
 
@@ -46,10 +47,12 @@ class dual_level:
     """Context manager (and decorator): a dual level for the duration of the block."""
 
     def __enter__(self):
-        return enter_dual_level()
+        self._levels = getattr(self, "_levels", [])
+        self._levels.append(enter_dual_level())
+        return self._levels[-1]
 
     def __exit__(self, *exc):
-        exit_dual_level()
+        exit_dual_level(level=self._levels.pop())
         return False
 
     def __call__(self, fn):

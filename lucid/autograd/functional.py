@@ -94,13 +94,6 @@ def _check_strategy(strategy, arg_name, fn_name):
                          'prefer "reverse-mode".')
 
 
-def _refuse_nested_forward(fn_name):
-    if _core._current_dual_level() is not None:
-        raise RuntimeError(f"{fn_name} uses forward mode, but a dual level is already active in "
-                           "this thread: nested forward-mode levels are not supported (lucid has "
-                           "one dual level per thread); use the reverse-mode variant inside it")
-
-
 def _finish(tensors, create_graph):
     """Without create_graph nothing returned keeps history."""
     return tuple(tensors) if create_graph else tuple(detached(t) for t in tensors)
@@ -159,7 +152,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     if v is not None:
         refuse_integer_tangents(v, "jvp")
     v = _vectors(v, inputs, "input to the user-provided function", "jvp")
-    _refuse_nested_forward("jvp")
     with enable_grad(), forward_ad.dual_level():
         prepared = [_jvp_input(x, create_graph, strict) for x in inputs]
         duals = tuple(forward_ad.make_dual(x, vi) for x, vi in zip(prepared, v))
@@ -198,10 +190,11 @@ def _check_jvp_strict(inputs, prepared, primals, products, create_graph):
 def _jvp_input(x, create_graph, strict):
     """What jvp gives func for input x: with create_graph, an alias connected to x's graph
     when x requires grad; with strict, one that requires grad in any case, so the graph shows
-    what depends on it (Note [Transform aliases]); else x detached."""
+    what depends on it (Note [Transform aliases]); else x detached (keeping its tangents at
+    enclosing dual levels, so a jvp nests in forward mode)."""
     if strict or (create_graph and x.requires_grad):
         return differentiable_alias(x, connect=create_graph)
-    return x.detach()
+    return detached(x)
 
 
 def _reached(outputs, targets):
@@ -242,7 +235,6 @@ def _reverse_blocks(func, inputs, create_graph, strict, fn_name):
 
 def _forward_blocks(func, inputs, create_graph, strict, fn_name):
     """(outputs_tuple, blocks[i][j]) by one forward-mode pass per input element."""
-    _refuse_nested_forward(f"{fn_name}(strategy='forward-mode')")
     structure = []
 
     def call(args):

@@ -6,13 +6,12 @@
 #   level: its tensors carry tangents) enters a level on this thread's stack and exits it in the
 #   reverse order (LIFO). A level has a kind, an id unique in the process (so a tensor stamped
 #   with a level made in another thread, or in an exited level, never matches an active one) and,
-#   for a batch level, its batch size. Forward mode's dual level is such a level today (one at a
-#   time); the layout is ready for the rest: a batched tensor's (level, batch dim) pairs
-#   (TensorExtra.batch_dims), a dual tensor's tangents at outer levels (TensorExtra.fw_outer, the
-#   innermost staying in fw_grad), so that an op can work at the innermost level that touches its
-#   inputs and re-enter the others. A dual level enters and leaves through forward_ad's
-#   dual_level (pop_level refuses the active one), and suspending forward mode while a jvp rule
-#   runs leaves the stack as it is. The stack is a fixed C thread-local array (no allocation);
+#   for a batch level, its batch size. Forward mode's dual levels are such levels, and nest
+#   (Note [Nested forward mode]: a dual tensor's tangents at outer levels are in
+#   TensorExtra.fw_outer, the innermost staying in fw_grad); a batched tensor's (level, batch
+#   dim) pairs are reserved in TensorExtra.batch_dims. A dual level enters and leaves through
+#   forward_ad's dual_level (pop_level refuses forward mode's levels), and suspending a level
+#   while its jvp rule runs leaves the stack as it is. The stack is a fixed C thread-local array (no allocation);
 #   every level counts in rare_modes (Note [Rare modes]), so while no thread has a level no op
 #   reads it. Reverse mode is not a level: it stays the engine.
 
@@ -79,9 +78,9 @@ cdef int exit_level(long id, str where) except -1:
 
 
 cdef int pop_level(long id) except -1:
-    if lucid_fw_level != 0 and id == lucid_fw_level:
-        raise RuntimeError(f"pop_level: level {id} is forward mode's active dual level: leave it "
-                           "with exit_dual_level (or the dual_level block)")
+    if is_fw_level(id):
+        raise RuntimeError(f"pop_level: level {id} is one of forward mode's dual levels: leave "
+                           "it with exit_dual_level (or the dual_level block)")
     return exit_level(id, "pop_level")
 
 

@@ -26,7 +26,11 @@ cdef inline object fused_input(Tensor t, long level, bint recording):
     """t's tangent at level as a fast array of t's dtype and shape; None when t has none, and
     NOT_FUSABLE when it is of another form or (recording) requires grad."""
     cdef TensorExtra e = t._extra
-    if e is None or e.fw_level != level or e.fw_grad is None:
+    if e is None:
+        return None
+    if e.fw_outer is not None:
+        return NOT_FUSABLE                       # tangents at several levels: the general path
+    if e.fw_level != level or e.fw_grad is None:
         return None
     cdef object g = e.fw_grad
     if type(g) is not cnp.ndarray:
@@ -63,8 +67,12 @@ cdef object fast_copy(object x):
 
 
 cdef inline long fused_level(bint recording, Tensor a, Tensor b) noexcept:
-    """The active level when a fused tangent may run for inputs a (and b, or None), else 0."""
+    """The active level when a fused tangent may run for inputs a (and b, or None), else 0: not
+    below another level (a bare array carries no tangent of its own: Note [Nested forward
+    mode])."""
     cdef long level = lucid_fw_level
+    if lucid_fw_depth > 1 and outer_dual_level(level) != 0:
+        return 0
     if recording and (a.requires_grad_c() or (b is not None and b.requires_grad_c())):
         return 0
     return level

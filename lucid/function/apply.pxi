@@ -176,10 +176,11 @@ cdef object apply_function(FunctionInfo info, tuple args):
     for i in range(n):
         record_call = record_call or needs_grad[i] is True
     ctx.needs_input_grad = needs_grad
-    cdef tuple tangents = input_tangents(args) if fw_active() else None
-    # Note [Forward mode]: tangents come from jvp (and Note [Rare modes]: no thread-local read
-    # unless some thread has a dual level)
-    cdef long fw_level = suspend_fw() if rare_modes else 0
+    cdef tuple tangents = dual_inputs(args) if fw_active() else None
+    # Note [Forward mode]: tangents come from jvp, once per level (Note [Nested forward mode]),
+    # and forward runs with forward mode off (Note [Rare modes]: no thread-local read unless some
+    # thread has a dual level)
+    cdef long fw_level = suspend_all_fw() if rare_modes else 0
     cdef bint previous = set_grad_enabled_c(False)
     try:
         if info.setup_context_fn is None:
@@ -233,7 +234,11 @@ cdef object apply_function(FunctionInfo info, tuple args):
         ctx._dirty = None                        # it holds outputs: no cycle through the ctx
     ctx._non_differentiable = None
     if tangents is not None:
-        run_function_jvp(info, ctx, tangents, result, outs, non_diff)
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            tangents = input_tangents(args)
+            if tangents is not None:
+                run_function_jvp(info, ctx, tangents, result, outs, non_diff)
+        ctx._for_forward = None
     if node is not None:
         node.output_meta = meta
         convert_saved(ctx, node, result, outs)
@@ -315,6 +320,14 @@ cdef void check_dirty_marks(FunctionInfo info, tuple dirty, tuple outs, tuple ar
             return
 
 
+cdef tuple dual_inputs(tuple args):
+    """() when an argument has a tangent at a visible level, else None."""
+    for a in args:
+        if isinstance(a, Tensor) and has_tangent(<Tensor>a):
+            return ()
+    return None
+
+
 cdef tuple input_tangents(tuple args):
     """Each tensor argument's tangent (zeros for a float tensor without one, as PyTorch gives
     jvp; None for non-tensors); None when no argument has a tangent."""
@@ -375,7 +388,6 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
             for src in tangents:
                 t = own_tangent(t, src, None)
         set_tangent(<Tensor>o, t)
-    ctx._for_forward = None
 
 
 cdef void convert_saved(FunctionCtx ctx, Node node, object result, object outs) except *:
@@ -443,7 +455,8 @@ def delayed_error(str message, tuple outputs, tuple inputs):
         if isinstance(o, Tensor) and is_float_dtype(descr((<Tensor>o).data)):
             t = wrap((<Tensor>o).data)
             if fw_active():              # an identity: the tangent the backward's ops gave
-                set_tangent(t, tangent_of(<Tensor>o))
+                for _fw_lv in fw_levels():      # Note [Nested forward mode]
+                    set_tangent(t, tangent_of(<Tensor>o))
             attach_output(t, node, i)
             out.append(t)
         else:

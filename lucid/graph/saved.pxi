@@ -54,8 +54,8 @@ cdef class SavedTensor:
         t._storage = self.out_storage
         if self.out_requires_grad and grad_enabled():
             attach_output(t, owner, self.output_nr)
-        if self.fw_tangent is not None and self.fw_level == lucid_fw_level:
-            set_tangent(t, self.fw_tangent)      # Note [Forward mode]: forward-over-reverse
+        if self.fw_tangent is not None:        # Note [Forward mode]: forward-over-reverse
+            restore_tangents(t, self.fw_tangent, self.fw_level)
         return t
 
     cdef void clear(self):
@@ -89,8 +89,7 @@ cdef SavedTensor save_tensor(Tensor t, Node owner, bint is_output):
         s.out_requires_grad = t.requires_grad_c()
         s.output_nr = t._output_nr
         if t._extra is not None and t._extra.fw_grad is not None:
-            s.fw_tangent = tangent_tensor(t._extra)  # ops give an output its tangent first
-            s.fw_level = t._extra.fw_level
+            save_tangents(s, t)
     else:
         s.tensor = t
         s.saved_version = t.version()

@@ -157,8 +157,7 @@ cdef SavedTensor save_packed(Tensor t, Node owner, bint is_output):
     s.unpack_hook = unpack_hook
     s.packed_meta = (t.data.shape, t.data.dtype, history)
     if t._extra is not None and t._extra.fw_grad is not None:   # Note [Forward mode]
-        s.fw_tangent = tangent_tensor(t._extra)                 # (forward-over-reverse)
-        s.fw_level = t._extra.fw_level
+        save_tangents(s, t)                                     # (forward-over-reverse)
     return s                             # tracked by the GC: packed may be anything
 
 
@@ -229,6 +228,6 @@ cdef Tensor unpack_packed(SavedTensor s, Node owner):
             t._grad_accumulator = PyWeakref_NewRef(history, None)
         else:
             attach_output(t, history, s.output_nr)
-    if s.fw_tangent is not None and s.fw_level == lucid_fw_level:
-        set_tangent(t, s.fw_tangent)
+    if s.fw_tangent is not None:
+        restore_tangents(t, s.fw_tangent, s.fw_level)
     return t

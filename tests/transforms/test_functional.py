@@ -126,10 +126,13 @@ def test_jvp_uses_forward_mode_not_double_backward():
     close(jv, [3.0, -3.0])
 
 
-def test_jvp_inside_a_dual_level_raises_nested():
-    with fwAD.dual_level():
-        with pytest.raises(RuntimeError, match="nested forward-mode"):
-            F.jvp(lambda x: x * 2, t64([1.0]), t64([1.0]))
+def test_jvp_inside_a_dual_level_nests():
+    with fwAD.dual_level() as level:
+        x = fwAD.make_dual(t64([1.5]), t64([1.0]))
+        _, jv = F.jvp(lambda y: y * y * x, x, t64([1.0]))       # d/dy (y^2 x) = 2 x y
+        close(fwAD.unpack_dual(jv).primal, [2 * 1.5 * 1.5])
+        close(fwAD.unpack_dual(jv, level=level).tangent, [4 * 1.5])   # d/dx (2 x^2) = 4 x
+        assert lucid._core._current_dual_level() == level
 
 
 # -- jacobian --------------------------------------------------------------------------------------

@@ -160,13 +160,13 @@ def test_dual_level_ids_follow_the_stack_ids():
         assert level > batch
 
 
-def test_nested_dual_level_still_raises_and_changes_nothing():
+def test_nested_dual_levels_are_levels_of_the_stack():
     with fwAD.dual_level() as level:
-        before = levels()
-        with pytest.raises(RuntimeError, match="nested forward-mode levels are not supported: a "
-                                               "dual level is already active in this thread"):
-            fwAD.enter_dual_level()
-        assert levels() == before
+        with fwAD.dual_level() as inner:
+            assert levels()["stack"] == (("dual", level, 0), ("dual", inner, 0))
+            assert levels()["innermost"] == ("dual", inner, 0)
+            assert _core._current_dual_level() == inner
+        assert levels()["stack"] == (("dual", level, 0),)
         assert _core._current_dual_level() == level
     assert levels() == empty()
 
@@ -198,8 +198,8 @@ def test_exit_of_a_dual_level_with_a_level_inside_raises_and_keeps_it():
 def test_pop_level_refuses_forward_modes_active_dual_level():
     with fwAD.dual_level() as level:
         before = levels()
-        with pytest.raises(RuntimeError, match=rf"pop_level: level {level} is forward mode's "
-                                               "active dual level: leave it with exit_dual_level"):
+        with pytest.raises(RuntimeError, match=rf"pop_level: level {level} is one of forward "
+                                               "mode's dual levels: leave it with exit_dual_level"):
             _core._debug_pop_level(level)
         assert levels() == before
         assert _core._current_dual_level() == level
@@ -210,8 +210,9 @@ def test_exit_dual_level_errors_unchanged():
     with pytest.raises(RuntimeError, match="exit_dual_level: no dual level is active in this thread"):
         fwAD.exit_dual_level()
     with fwAD.dual_level() as level:
-        with pytest.raises(RuntimeError, match=rf"exit_dual_level: level {level + 1} is not the "
-                                               rf"active level \({level}\)"):
+        with pytest.raises(RuntimeError, match=rf"exit_dual_level: level {level + 1} is not an "
+                                               rf"active dual level of this thread \(the "
+                                               rf"innermost is {level}\)"):
             fwAD.exit_dual_level(level=level + 1)
         assert levels()["stack"] == (("dual", level, 0),)
 

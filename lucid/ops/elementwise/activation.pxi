@@ -116,15 +116,18 @@ cdef Tensor record_param(Tensor out, Tensor a, ParamRuleBackward node, param_rul
                          double q):
     """out's tangent rule(tangent of a, a, p, q) under a dual level; node (saving a) when a
     requires grad."""
-    cdef Tensor t = tangent_of(a) if fw_active() else None
+    cdef Tensor t
     cdef long level
-    if t is not None:
-        level = suspend_fw()
-        try:
-            t = rule(t, a, p, q)
-        finally:
-            resume_fw(level)
-        set_tangent(out, t)             # stamped with the active level, so after resuming
+    if fw_active():
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            t = tangent_of(a)
+            if t is not None:
+                level = suspend_fw()
+                try:
+                    t = rule(t, a, p, q)
+                finally:
+                    resume_fw(level)
+                set_tangent(out, t)             # stamped with the active level, so after resuming
     if not (grad_enabled() and a.requires_grad_c()):
         return out
     node.rule = rule

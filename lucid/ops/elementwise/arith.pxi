@@ -304,7 +304,8 @@ cdef Tensor scalar_op(int op, Tensor a, object value, bint reflected):
         arr = fast_scalar(fop, a.data, s)
     cdef Tensor out = wrap(arr)
     if fw_active() and not (fop >= 0 and fused_scalar_tangent(fop, a, s, out)):
-        set_tangent(out, scalar_jvp(op, a, value, reflected, out))   # Note [Fused tangents]
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, scalar_jvp(op, a, value, reflected, out))   # Note [Fused tangents]
     if not record_it:
         return out
     if op == OP_ADD or (op == OP_SUB and not reflected):
@@ -368,7 +369,8 @@ cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b, bint fast=Fals
     [Fused tangents]); make it the result of a recorded a (op) b when grad mode is on and an
     input needs it."""
     if fw_active() and not (fast and fused_binary_tangent(op, a, b, out)):
-        set_tangent(out, binary_jvp(op, a, b, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, binary_jvp(op, a, b, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     cdef BinaryBackward node = new_binary_node(op)
@@ -483,7 +485,8 @@ cpdef Tensor neg(object x):
         raise TypeError("neg: negation of a bool tensor is not supported; use logical_not")
     cdef Tensor out = wrap(as_array(np.negative(a.data)))
     if fw_active():
-        set_tangent(out, linear_jvp(a, neg, ()))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, neg, ()))
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(NegBackward.__new__(NegBackward), a, None), 0)
     return out

@@ -35,7 +35,8 @@ cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_t
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         out = wrap(binary_kernel(ufunc, a, b, dt, name))
     if fw_active():
-        set_tangent(out, rules_jvp(rule_x, rule_y, a, b, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, rules_jvp(rule_x, rule_y, a, b, out))
     cdef BinaryRuleBackward node
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
         node = node_type.__new__(node_type)

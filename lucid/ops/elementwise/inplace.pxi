@@ -166,7 +166,8 @@ cdef Tensor history_snapshot(Tensor self):
     old._output_nr = self._output_nr
     old._requires_grad = self._requires_grad
     if fw_active():
-        set_tangent(old, tangent_copy(self))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(old, tangent_copy(self))
     return old
 
 
@@ -345,7 +346,8 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if lucid_saved_mutation_on:        # Note [Mutation of saved tensors]
         before_saved_write(self)
     if fw_active():
-        inplace_jvp(self, value, op)
+        for _fw_lv in fw_levels_inner_first():   # Note [Nested forward mode]
+            inplace_jvp(self, value, op)
     if not recorded:
         write_inplace(self, value, op, name)
         self.bump_version_by(name)
@@ -414,7 +416,8 @@ cdef void setitem(Tensor self, object index, object value) except *:
     except ValueError as e:
         raise write_error("setitem", self, v, e) from None
     if fw_active():
-        setitem_jvp(self, key, v)
+        for _fw_lv in fw_levels_inner_first():   # Note [Nested forward mode]
+            setitem_jvp(self, key, v)
     if recorded:
         node = IndexPutBackward.__new__(IndexPutBackward)
         node.key = key

@@ -61,12 +61,13 @@ cdef Tensor view_in_place(object target, object function, tuple args, dict kwarg
         raise RuntimeError(f"{op}: a leaf tensor that requires grad can't be changed in place "
                            "while grad mode is on; do it under `with lucid.no_grad():`")
     cdef Tensor y = function(self, *args, **kwargs)
-    cdef Tensor tangent = tangent_of(y) if fw_active() else None
+    cdef bint dual = fw_active() and has_tangent(y)
     self.data = y.data
     if y._grad_fn is not None:
         attach_inplace_output(self, y._grad_fn)
-    if tangent is not None:
-        set_tangent(self, tangent)
+    if dual:
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(self, tangent_of(y))
     self.bump_version_by(op)
     return self
 

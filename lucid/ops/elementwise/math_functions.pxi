@@ -265,7 +265,8 @@ cdef Tensor step_op(object x, str name, object float_kernel, object int_kernel):
         arr = as_array(int_kernel(a.data))
     cdef Tensor out = wrap(arr)
     if fw_active():
-        set_tangent(out, unary_jvp(zero_rule, a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, unary_jvp(zero_rule, a, out))
     if not (grad_enabled() and a.requires_grad_c()):
         return out
     cdef StepBackward node = StepBackward.__new__(StepBackward)

@@ -34,7 +34,8 @@ cpdef Tensor select_grad(Tensor g, object weight):
     cdef Tensor out = wrap(arr)
     cdef SelectGradBackward node
     if fw_active():                      # linear in g: the same selection of g's tangent
-        set_tangent(out, linear_jvp(g, select_grad, (w,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(g, select_grad, (w,)))
     if grad_enabled() and g.requires_grad_c():
         node = SelectGradBackward.__new__(SelectGradBackward)
         record(node, g, None)
@@ -100,7 +101,8 @@ cdef Tensor record_select(Tensor out, Tensor a, Tensor b, SelectBackward node, o
     """Give out its tangent (select_jvp) when a dual level is active; attach node to out when
     an input requires grad, keeping the weights its backward selects with."""
     if fw_active():
-        set_tangent(out, select_jvp(a, b, weight_x, weight_y, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, select_jvp(a, b, weight_x, weight_y, out))
     if not (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())):
         return out
     record_broadcast(node, a, b, out)

@@ -141,7 +141,8 @@ cdef Tensor polygamma_of(int n, Tensor a):
         record(node, a, None)
         attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, polygamma_jvp(n, a))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, polygamma_jvp(n, a))
     if recording:
         node.saved_x = save_tensor(a, node, False)
     return out

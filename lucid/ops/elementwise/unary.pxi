@@ -136,7 +136,8 @@ cdef Tensor record_unary(Tensor out, Tensor a, UnaryBackward node, bint save_out
         record(node, a, None)
         attach_output(out, node, 0)
     if fw_active() and not fused_unary_tangent(rule, a, out):       # Note [Fused tangents]
-        set_tangent(out, unary_jvp(rule, a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, unary_jvp(rule, a, out))
     if recording:
         node.saved_x = save_tensor(out if save_output else a, node, save_output)
     return out
@@ -290,15 +291,18 @@ def clamp(input, min=None, max=None):
             raise TypeError(f"clamp: bounds must be numbers, got {type(bound).__name__}")
         check_int_fits(bound, descr(a.data), "clamp")
     cdef Tensor out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
-    cdef Tensor ta = tangent_of(a) if fw_active() else None
+    cdef Tensor ta
     cdef long level
-    if ta is not None:
-        level = suspend_fw()
-        try:
-            ta = clamp_grad(ta, a, min, max)
-        finally:
-            resume_fw(level)
-        set_tangent(out, ta)
+    if fw_active():
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            ta = tangent_of(a)
+            if ta is not None:
+                level = suspend_fw()
+                try:
+                    ta = clamp_grad(ta, a, min, max)
+                finally:
+                    resume_fw(level)
+                set_tangent(out, ta)
     if not (grad_enabled() and a.requires_grad_c()):
         return out
     cdef ClampBackward node = ClampBackward.__new__(ClampBackward)
@@ -408,7 +412,8 @@ cdef Tensor fused_grad(bint is_tanh, Tensor g, Tensor y, bint into_g):
     cdef Tensor out = wrap(arr)
     cdef FusedGradBackward node
     if fw_active():
-        set_tangent(out, fused_jvp(is_tanh, g, y))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, fused_jvp(is_tanh, g, y))
     if grad_enabled() and (g.requires_grad_c() or y.requires_grad_c()):
         node = TanhBackwardBackward.__new__(TanhBackwardBackward) if is_tanh else \
             SigmoidBackwardBackward.__new__(SigmoidBackwardBackward)
@@ -452,7 +457,8 @@ cpdef Tensor cast(Tensor a, cnp.dtype dtype):
     cdef Tensor out = wrap(a.data.astype(dtype))
     cdef CastBackward node
     if fw_active() and is_float_dtype(dtype):
-        set_tangent(out, linear_jvp(a, cast, (dtype,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, cast, (dtype,)))
     if grad_enabled() and a.requires_grad_c() and is_float_dtype(dtype):
         node = CastBackward.__new__(CastBackward)
         record(node, a, None)
@@ -472,7 +478,8 @@ cpdef Tensor clone(a):
     cdef Tensor t = tensor_arg(a, "clone", "a")
     cdef Tensor out = wrap(np.array(t.data, copy=True))
     if fw_active():
-        set_tangent(out, linear_jvp(t, clone, ()))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, clone, ()))
     if grad_enabled() and t.requires_grad_c():
         attach_output(out, record(CloneBackward.__new__(CloneBackward), t, None), 0)
     return out

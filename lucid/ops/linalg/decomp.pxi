@@ -69,7 +69,8 @@ def linalg_cholesky(A, upper=False):
     cdef Tensor out = float_result(np.ascontiguousarray(np.swapaxes(arr, -1, -2)) if upper
                                    else arr, descr(a.data))
     if fw_active():
-        set_tangent(out, cholesky_jvp(a, out, upper))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, cholesky_jvp(a, out, upper))
     cdef LinalgCholeskyBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgCholeskyBackward.__new__(LinalgCholeskyBackward)
@@ -148,9 +149,10 @@ def linalg_eigh(A, UPLO="L"):
     cdef Tensor w = float_result(w_arr, descr(a.data)), v = float_result(v_arr, descr(a.data))
     cdef tuple tangents
     if fw_active():
-        tangents = eigh_jvp(a, w, v, UPLO)
-        set_tangent(w, fit_tangent(<Tensor>tangents[0], w))
-        set_tangent(v, fit_tangent(<Tensor>tangents[1], v))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            tangents = eigh_jvp(a, w, v, UPLO)
+            set_tangent(w, fit_tangent(<Tensor>tangents[0], w))
+            set_tangent(v, fit_tangent(<Tensor>tangents[1], v))
     cdef LinalgEighBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgEighBackward.__new__(LinalgEighBackward)
@@ -247,9 +249,10 @@ def linalg_qr(A, mode="reduced"):
         q, r = float_result(q_arr, dt), float_result(r_arr, dt)
     cdef tuple tangents
     if fw_active():
-        tangents = qr_jvp(a, q, r, mode)
-        set_tangent(q, fit_tangent(<Tensor>tangents[0], q))
-        set_tangent(r, fit_tangent(<Tensor>tangents[1], r))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            tangents = qr_jvp(a, q, r, mode)
+            set_tangent(q, fit_tangent(<Tensor>tangents[0], q))
+            set_tangent(r, fit_tangent(<Tensor>tangents[1], r))
     cdef LinalgQrBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgQrBackward.__new__(LinalgQrBackward)

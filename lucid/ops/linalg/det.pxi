@@ -124,7 +124,8 @@ cdef Tensor linalg_cofactor(Tensor a):
     """cof(A), the gradient of det(A), for each square matrix of a (exact at singular A)."""
     cdef Tensor out = float_result(cofactor_array(a.data), descr(a.data))
     if fw_active():
-        set_tangent(out, cofactor_jvp(a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, cofactor_jvp(a, out))
     cdef CofactorBackward node
     if grad_enabled() and a.requires_grad_c():
         node = CofactorBackward.__new__(CofactorBackward)
@@ -168,7 +169,8 @@ cdef Tensor cofactor_derivative(Tensor a, Tensor y):
     cdef Tensor out = float_result(cofactor_derivative_array(a.data.astype(dt, copy=False),
                                                              y.data.astype(dt, copy=False)), dt)
     if fw_active():
-        set_tangent(out, cofactor_derivative_jvp(a, y, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, cofactor_derivative_jvp(a, y, out))
     cdef CofactorDerivativeBackward node
     if grad_enabled() and (a.requires_grad_c() or y.requires_grad_c()):
         node = CofactorDerivativeBackward.__new__(CofactorDerivativeBackward)
@@ -238,7 +240,8 @@ cpdef Tensor linalg_det(object A):
     cdef Tensor a = square_operand(A, "linalg.det")
     cdef Tensor out = float_result(np.linalg.det(a.data), descr(a.data))
     if fw_active():
-        set_tangent(out, det_jvp(a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, det_jvp(a, out))
     cdef LinalgDetBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgDetBackward.__new__(LinalgDetBackward)
@@ -289,7 +292,8 @@ def linalg_slogdet(A):
     cdef Tensor sign = float_result(sign_arr, descr(a.data))
     cdef Tensor out = float_result(log_arr, descr(a.data))
     if fw_active():
-        set_tangent(out, slogdet_jvp(a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, slogdet_jvp(a, out))
     cdef SlogdetBackward node
     if grad_enabled() and a.requires_grad_c():
         node = SlogdetBackward.__new__(SlogdetBackward)

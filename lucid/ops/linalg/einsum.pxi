@@ -146,7 +146,8 @@ cdef Tensor einsum_core(list subs, str out, list ts, dict sizes):
             break
     cdef Tensor z = wrap(arr)
     if fw_active():
-        set_tangent(z, einsum_jvp(subs, out, ts, sizes, z))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(z, einsum_jvp(subs, out, ts, sizes, z))
     cdef bint wanted = False
     for t in ts:
         wanted = wanted or (<Tensor>t).requires_grad_c()

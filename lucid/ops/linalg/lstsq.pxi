@@ -100,7 +100,8 @@ cdef tuple pinv_tensors(Tensor a, object atol, object rtol, bint hermitian, str 
     arr, s = pinv_arrays(a.data, atol, rtol, hermitian, op)
     cdef Tensor out = float_result(arr, dt)
     if fw_active():
-        set_tangent(out, pinv_jvp(a, out, atol, rtol, hermitian, op))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, pinv_jvp(a, out, atol, rtol, hermitian, op))
     cdef LinalgPinvBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgPinvBackward.__new__(LinalgPinvBackward)

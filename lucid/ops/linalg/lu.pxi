@@ -180,7 +180,8 @@ cdef tuple lu_factor_tensors(Tensor a, str op):
     if fw_active() or (grad_enabled() and a.requires_grad_c()):
         pt = row_permutation(piv, sh[len(sh) - 2]).astype(dt)
     if fw_active():
-        set_tangent(lu, lu_factor_jvp(a, lu, pt))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(lu, lu_factor_jvp(a, lu, pt))
     cdef LinalgLuFactorBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgLuFactorBackward.__new__(LinalgLuFactorBackward)
@@ -259,7 +260,8 @@ cdef Tensor lu_solve_tensor(Tensor lu, object pt, Tensor b, bint adjoint):
     cdef Tensor out = float_result(lu_solve_array(lu.data.astype(dt, copy=False), pt,
                                                   b.data.astype(dt, copy=False), adjoint), dt)
     if fw_active():
-        set_tangent(out, lu_solve_jvp(lu, pt, b, out, adjoint))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, lu_solve_jvp(lu, pt, b, out, adjoint))
     cdef LinalgLuSolveBackward node
     if grad_enabled() and (lu.requires_grad_c() or b.requires_grad_c()):
         node = LinalgLuSolveBackward.__new__(LinalgLuSolveBackward)

@@ -136,7 +136,8 @@ cpdef Tensor matmul(object x, object y):
     cdef Tensor out = wrap(as_array(arr))
     cdef MatmulBackward node
     if fw_active():
-        set_tangent(out, matmul_jvp(a, b, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, matmul_jvp(a, b, out))
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
         node = MatmulBackward.__new__(MatmulBackward)
         record(node, a, b)

@@ -89,7 +89,8 @@ cdef Tensor matrix_exp_of(Tensor a):
     cdef cnp.dtype dt = descr(a.data)
     cdef Tensor out = float_result(matrix_exp_array(a.data), dt)
     if fw_active():
-        set_tangent(out, matrix_exp_jvp(a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, matrix_exp_jvp(a, out))
     cdef LinalgMatrixExpBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgMatrixExpBackward.__new__(LinalgMatrixExpBackward)

@@ -115,7 +115,8 @@ cdef Tensor vector_norm2(Tensor x, tuple dims, bint keepdim):
     cdef object arr = np.sqrt(np.sum(np.square(x.data), axis=dims, keepdims=keepdim))
     cdef Tensor out = float_result(arr, descr(x.data))
     if fw_active():
-        set_tangent(out, vector_norm_jvp(x, out, dims, keepdim))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, vector_norm_jvp(x, out, dims, keepdim))
     cdef VectorNormBackward node
     if grad_enabled() and x.requires_grad_c():
         node = VectorNormBackward.__new__(VectorNormBackward)

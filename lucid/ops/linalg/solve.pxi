@@ -88,7 +88,8 @@ cpdef Tensor linalg_solve(object A, object B):
         raise singular_error("linalg.solve", a.data, NO_UNIQUE_SOLUTION) from None
     cdef Tensor out = float_result(arr[..., 0] if vector else arr, dt)
     if fw_active():
-        set_tangent(out, solve_jvp(a, b, out, vector))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, solve_jvp(a, b, out, vector))
     cdef LinalgSolveBackward node
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
         node = LinalgSolveBackward.__new__(LinalgSolveBackward)
@@ -196,7 +197,8 @@ cdef Tensor solve_triangular_impl(Tensor a, Tensor b, bint upper, bint left, bin
         raise singular_error(op, tri, NO_UNIQUE_SOLUTION) from None
     cdef Tensor out = float_result(np.ascontiguousarray(arr), dt)
     if fw_active():
-        set_tangent(out, solve_triangular_jvp(a, b, out, upper, left, unitriangular))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, solve_triangular_jvp(a, b, out, upper, left, unitriangular))
     cdef SolveTriangularBackward node
     if grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()):
         node = SolveTriangularBackward.__new__(SolveTriangularBackward)
@@ -268,7 +270,8 @@ cdef Tensor inverse_of(Tensor a, str op, str why):
         raise singular_error(op, a.data, why) from None
     cdef Tensor out = float_result(arr, descr(a.data))
     if fw_active():
-        set_tangent(out, inv_jvp(a, out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, inv_jvp(a, out))
     cdef LinalgInvBackward node
     if grad_enabled() and a.requires_grad_c():
         node = LinalgInvBackward.__new__(LinalgInvBackward)

@@ -198,10 +198,11 @@ cdef tuple svd_tensors(Tensor a, bint full, bint uv, str op):
     cdef Tensor u = float_result(u_arr, dt), vh = float_result(vh_arr, dt)
     cdef tuple tangents
     if fw_active():
-        tangents = svd_jvp(a, u, s, vh, full)
-        set_tangent(u, fit_tangent(<Tensor>tangents[0], u))
-        set_tangent(s, fit_tangent(<Tensor>tangents[1], s))
-        set_tangent(vh, fit_tangent(<Tensor>tangents[2], vh))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            tangents = svd_jvp(a, u, s, vh, full)
+            set_tangent(u, fit_tangent(<Tensor>tangents[0], u))
+            set_tangent(s, fit_tangent(<Tensor>tangents[1], s))
+            set_tangent(vh, fit_tangent(<Tensor>tangents[2], vh))
     cdef LinalgSvdBackward node
     if records:
         node = LinalgSvdBackward.__new__(LinalgSvdBackward)

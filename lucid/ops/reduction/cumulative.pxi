@@ -46,7 +46,8 @@ cpdef Tensor cumsum_op(Tensor a, Py_ssize_t d):
                            if ndim_of(a.data) > 0 else a.data.copy())
     cdef CumsumBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(a, cumsum_op, (d,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, cumsum_op, (d,)))
     if grad_enabled() and a.requires_grad_c():
         node = CumsumBackward.__new__(CumsumBackward)
         record(node, a, None)
@@ -157,7 +158,8 @@ cpdef Tensor cumprod_op(Tensor a, Py_ssize_t d):
         node.dim = d
         attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, cumprod_jvp(a, out, d))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, cumprod_jvp(a, out, d))
     if recorded:
         node.saved_x = save_tensor(a, node, False)
         node.saved_y = save_tensor(out, node, True)

@@ -188,15 +188,18 @@ cdef Tensor median_all(Tensor a, bint ignore_nan, str name):
         return out
     cdef object kept = np.asarray(value).reshape((1,) * nd)
     cdef tuple dims = reduction_dims(None, nd, name)
-    cdef Tensor ta = tangent_of(a) if fw_active() else None
+    cdef Tensor ta
     cdef long level
-    if ta is not None:
-        level = suspend_fw()
-        try:
-            ta = extreme_jvp(ta, extreme_weight(a, kept, dims), dims, False)
-        finally:
-            resume_fw(level)
-        set_tangent(out, ta)
+    if fw_active():
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            ta = tangent_of(a)
+            if ta is not None:
+                level = suspend_fw()
+                try:
+                    ta = extreme_jvp(ta, extreme_weight(a, kept, dims), dims, False)
+                finally:
+                    resume_fw(level)
+                set_tangent(out, ta)
     cdef MedianAllBackward node
     if grad_enabled() and a.requires_grad_c():
         node = MedianAllBackward.__new__(MedianAllBackward)

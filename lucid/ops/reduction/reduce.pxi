@@ -92,7 +92,8 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef Tensor out = wrap(as_array(arr))
     cdef SumBackward node
     if fw_active():                      # linear: the same reduction of the tangent
-        set_tangent(out, linear_jvp(a, mean if is_mean else sum, (dims, keepdim)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, mean if is_mean else sum, (dims, keepdim)))
     if grad_enabled() and a.requires_grad_c():
         if is_mean:
             node = MeanBackward.__new__(MeanBackward)
@@ -181,15 +182,18 @@ cdef Tensor extreme_op(Tensor a, object dim, bint keepdim, bint is_max):
     cdef Tensor out = wrap(as_array(kept if keepdim else kept.reshape(
         tuple(s for i, s in enumerate(a.data.shape) if i not in dims))))
     cdef AmaxBackward node
-    cdef Tensor ta = tangent_of(a) if fw_active() else None
+    cdef Tensor ta
     cdef long level
-    if ta is not None:
-        level = suspend_fw()
-        try:
-            ta = extreme_jvp(ta, extreme_weight(a, kept, dims), dims, keepdim)
-        finally:
-            resume_fw(level)
-        set_tangent(out, ta)
+    if fw_active():
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            ta = tangent_of(a)
+            if ta is not None:
+                level = suspend_fw()
+                try:
+                    ta = extreme_jvp(ta, extreme_weight(a, kept, dims), dims, keepdim)
+                finally:
+                    resume_fw(level)
+                set_tangent(out, ta)
     if grad_enabled() and a.requires_grad_c():
         node = AmaxBackward.__new__(AmaxBackward) if is_max else AminBackward.__new__(AminBackward)
         record(node, a, None)

@@ -140,7 +140,8 @@ def logcumsumexp(input, dim):
         node.dim = d
         attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, logcumsumexp_jvp(a, out, d))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, logcumsumexp_jvp(a, out, d))
     if recorded:
         node.saved_x = save_tensor(a, node, False)
         node.saved_y = save_tensor(out, node, True)

@@ -66,7 +66,8 @@ cdef Tensor softmax_family(object input, object dim, object dtype, bint is_log):
         record(node, a, None)
         attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, softmax_jvp(a, out, dims, is_log))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, softmax_jvp(a, out, dims, is_log))
     if recorded:
         node.dims = dims
         node.saved_y = save_tensor(out, node, True)

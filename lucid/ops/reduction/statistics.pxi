@@ -70,7 +70,8 @@ cdef Tensor record_spread(Tensor out, Tensor a, type node_type, spread_rule rule
         record(node, a, None)
         attach_output(out, node, 0)
     if fw_active():
-        set_tangent(out, spread_jvp(rule, a, out, dims, keepdim, param))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, spread_jvp(rule, a, out, dims, keepdim, param))
     if recorded:
         node.rule = rule
         node.in_shape = a.data.shape

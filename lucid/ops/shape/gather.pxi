@@ -13,7 +13,8 @@ cdef Tensor take_at(Tensor a, tuple key, type node_type, bint is_view):
     cdef object arr = a.data[key]
     cdef Tensor out = wrap_like_view(arr, a) if is_view else wrap(as_array(arr))
     if fw_active():
-        set_tangent(out, linear_jvp(a, getitem, (key,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, getitem, (key,)))
     cdef IndexBackward node
     if grad_enabled() and a.requires_grad_c():
         node = <IndexBackward>node_type.__new__(node_type)
@@ -166,7 +167,8 @@ cdef Tensor scatter_src_out(Tensor t, Tensor s, object arr, type node_type, obje
     tangents_op over (d, idx) and a node_type (a ScatterAddBackward) saving key."""
     cdef Tensor out = wrap(arr)
     if fw_active():
-        set_tangent(out, linear_jvp_n((t, s), tangents_op, op_args))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp_n((t, s), tangents_op, op_args))
     cdef ScatterAddBackward node
     if grad_enabled() and (t.requires_grad_c() or s.requires_grad_c()):
         node = <ScatterAddBackward>node_type.__new__(node_type)
@@ -231,7 +233,7 @@ cdef object scatter_reduced(Tensor t, object key, object values, str reduce):
 cdef void refuse_reduce_derivative(tuple ins) except *:
     for x in ins:
         if (grad_enabled() and (<Tensor>x).requires_grad_c()) or \
-                (fw_active() and tangent_of(<Tensor>x) is not None):
+                (fw_active() and has_tangent(<Tensor>x)):
             raise RuntimeError("scatter: the derivative of scatter with reduce= is not "
                                "implemented (as in PyTorch); detach the inputs, or use "
                                "scatter_add for a differentiable sum")
@@ -467,7 +469,8 @@ def masked_fill(input, mask, value):
     cdef Tensor out = wrap(as_array(arr).astype(t.data.dtype, copy=False))
     cdef tuple ins = (t,) if v is None else (t, v)
     if fw_active():
-        set_tangent(out, fit_tangent(linear_jvp_n(ins, masked_fill_tangents, (m,)), out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, fit_tangent(linear_jvp_n(ins, masked_fill_tangents, (m,)), out))
     cdef MaskedFillBackward node
     if grad_enabled() and (t.requires_grad_c() or (v is not None and v.requires_grad_c())):
         node = MaskedFillBackward.__new__(MaskedFillBackward)

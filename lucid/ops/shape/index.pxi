@@ -63,7 +63,8 @@ cpdef Tensor getitem(Tensor a, object index):
     cdef Tensor out = wrap_like_view(arr, a) if basic else wrap(arr)
     cdef IndexBackward node
     if fw_active():                      # linear: the same index on the tangent
-        set_tangent(out, linear_jvp(a, getitem, (key,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, getitem, (key,)))
     if grad_enabled() and a.requires_grad_c():
         node = IndexBackward.__new__(IndexBackward)
         record(node, a, None)
@@ -95,7 +96,8 @@ cpdef Tensor index_backward(Tensor g, tuple shape, object key):
     cdef Tensor out = wrap(arr)
     cdef IndexBackwardBackward node
     if fw_active():                      # linear in g (forward-over-reverse through x[idx])
-        set_tangent(out, linear_jvp(g, index_backward, (shape, key)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(g, index_backward, (shape, key)))
     if grad_enabled() and g.requires_grad_c():
         node = IndexBackwardBackward.__new__(IndexBackwardBackward)
         record(node, g, None)

@@ -74,7 +74,8 @@ def cat(tensors, dim=0):
     cdef Tensor out = wrap(arr)
     cdef CatBackward node
     if fw_active():                      # linear: the tangents joined (zeros for missing ones)
-        set_tangent(out, fit_tangent(linear_jvp_n(ts, cat, (d,)), out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, fit_tangent(linear_jvp_n(ts, cat, (d,)), out))
     if grad_enabled() and any((<Tensor>t).requires_grad_c() for t in ts):
         node = CatBackward.__new__(CatBackward)
         node.dim = d
@@ -103,7 +104,8 @@ def stack(tensors, dim=0):
     cdef Tensor out = wrap(arr)
     cdef StackBackward node
     if fw_active():                      # linear: the tangents stacked (zeros for missing ones)
-        set_tangent(out, fit_tangent(linear_jvp_n(ts, stack, (d,)), out))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, fit_tangent(linear_jvp_n(ts, stack, (d,)), out))
     if grad_enabled() and any((<Tensor>t).requires_grad_c() for t in ts):
         node = StackBackward.__new__(StackBackward)
         node.dim = d

@@ -146,7 +146,8 @@ cpdef Tensor diagonal(input, object offset=0, object dim1=0, object dim2=1):
     cdef Py_ssize_t k = int_arg(offset, "diagonal", "offset")
     cdef Tensor out = wrap_like_view(writable_diagonal(t.data, k, dims[0], dims[1]), t)
     if fw_active():
-        set_tangent(out, linear_jvp(t, diagonal, (k, dims[0], dims[1])))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, diagonal, (k, dims[0], dims[1])))
     cdef DiagonalBackward node
     if grad_enabled() and t.requires_grad_c():
         node = DiagonalBackward.__new__(DiagonalBackward)
@@ -177,7 +178,8 @@ cpdef Tensor diagonal_embed(Tensor src, tuple shape, Py_ssize_t offset, Py_ssize
     writable_diagonal(arr, offset, dim1, dim2)[...] = src.data
     cdef Tensor out = wrap(arr)
     if fw_active():
-        set_tangent(out, linear_jvp(src, diagonal_embed, (shape, offset, dim1, dim2)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(src, diagonal_embed, (shape, offset, dim1, dim2)))
     cdef DiagonalEmbedBackward node
     if grad_enabled() and src.requires_grad_c():
         node = DiagonalEmbedBackward.__new__(DiagonalEmbedBackward)
@@ -225,7 +227,8 @@ cpdef Tensor trace(input):
         raise RuntimeError(f"trace: input must be 2-d, got shape {t.data.shape}")
     cdef Tensor out = wrap(as_array(np.trace(t.data)))
     if fw_active():
-        set_tangent(out, linear_jvp(t, trace, ()))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, trace, ()))
     cdef TraceBackward node
     if grad_enabled() and t.requires_grad_c():
         node = TraceBackward.__new__(TraceBackward)
@@ -263,7 +266,8 @@ cpdef Tensor flip(input, object dims):
     cdef Tensor out = wrap(np.flip(t.data, ds).copy() if nd > 0 else
                            np.array(t.data, copy=True))
     if fw_active():
-        set_tangent(out, linear_jvp(t, flip, (ds,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, flip, (ds,)))
     cdef FlipBackward node
     if grad_enabled() and t.requires_grad_c():
         node = FlipBackward.__new__(FlipBackward)
@@ -303,7 +307,8 @@ cpdef Tensor roll(input, object shifts, object dims=None):
         arr = np.roll(t.data, sh, ds) if nd > 0 else np.array(t.data, copy=True)
     cdef Tensor out = wrap(as_array(arr))
     if fw_active():
-        set_tangent(out, linear_jvp(t, roll, (sh, ds)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, roll, (sh, ds)))
     cdef RollBackward node
     if grad_enabled() and t.requires_grad_c():
         node = RollBackward.__new__(RollBackward)
@@ -348,7 +353,8 @@ cpdef Tensor repeat(Tensor input, tuple sizes):
     cdef Tensor out = wrap(np.tile(input.data.reshape(padded), reps) if reps else
                            np.array(input.data, copy=True))
     if fw_active():
-        set_tangent(out, linear_jvp(input, repeat, (reps,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(input, repeat, (reps,)))
     cdef RepeatBackward node
     if grad_enabled() and input.requires_grad_c():
         node = RepeatBackward.__new__(RepeatBackward)
@@ -395,7 +401,8 @@ cdef Tensor triangle(Tensor a, Py_ssize_t k, bint upper):
         raise RuntimeError(f"{op}: input must have at least 2 dims, got shape {a.data.shape}")
     cdef Tensor out = wrap(np.triu(a.data, k) if upper else np.tril(a.data, k))
     if fw_active():
-        set_tangent(out, linear_jvp(a, triu if upper else tril, (k,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, triu if upper else tril, (k,)))
     cdef TriangleBackward node
     if grad_enabled() and a.requires_grad_c():
         node = TriuBackward.__new__(TriuBackward) if upper else TrilBackward.__new__(TrilBackward)

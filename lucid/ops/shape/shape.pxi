@@ -47,7 +47,8 @@ cdef Tensor reshape_impl(Tensor a, object shape, bint must_view, str op):
     cdef Tensor out = wrap_like_view(arr, a) if is_view else wrap(arr)
     cdef ReshapeBackward node
     if fw_active():                      # linear: the tangent reshaped (a view where out is one)
-        set_tangent(out, shape_jvp(out, a, reshape, (s,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, shape_jvp(out, a, reshape, (s,)))
     if grad_enabled() and a.requires_grad_c():
         node = ReshapeBackward.__new__(ReshapeBackward)
         record(node, a, None)
@@ -92,7 +93,8 @@ cpdef Tensor transpose(a, object dim0, object dim1):
     cdef Tensor out = wrap_like_view(np.swapaxes(t.data, d0, d1) if nd > 0 else t.data.view(), t)
     cdef TransposeBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(t, transpose, (d0, d1)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, transpose, (d0, d1)))
     if grad_enabled() and t.requires_grad_c():
         node = TransposeBackward.__new__(TransposeBackward)
         record(node, t, None)
@@ -133,7 +135,8 @@ cpdef Tensor expand(Tensor a, object shape):
     cdef Tensor out = wrap_like_view(arr, a)
     cdef ExpandBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(a, expand, (target,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, expand, (target,)))
     if grad_enabled() and a.requires_grad_c():
         node = ExpandBackward.__new__(ExpandBackward)
         record(node, a, None)
@@ -184,7 +187,8 @@ cpdef Tensor sum_to(Tensor a, tuple shape):
     cdef Tensor out = wrap(arr)
     cdef SumToBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(a, sum_to, (shape,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, sum_to, (shape,)))
     if grad_enabled() and a.requires_grad_c():
         node = SumToBackward.__new__(SumToBackward)
         record(node, a, None)
@@ -216,7 +220,8 @@ cpdef Tensor permute(a, object dims):
     cdef Tensor out = wrap_like_view(np.transpose(t.data, order) if nd > 0 else t.data.view(), t)
     cdef PermuteBackward node
     if fw_active():
-        set_tangent(out, linear_jvp(t, permute, (order,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, permute, (order,)))
     if grad_enabled() and t.requires_grad_c():
         node = PermuteBackward.__new__(PermuteBackward)
         record(node, t, None)
@@ -231,7 +236,8 @@ cdef Tensor view_as_shape(Tensor a, object arr):
     cdef Tensor out = wrap_like_view(arr, a)
     cdef ReshapeBackward node
     if fw_active():                      # size-1 dims only: the tangent reshaped is a view
-        set_tangent(out, linear_jvp(a, reshape, (arr.shape,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, reshape, (arr.shape,)))
     if grad_enabled() and a.requires_grad_c():
         node = ReshapeBackward.__new__(ReshapeBackward)
         record(node, a, None)
@@ -302,7 +308,8 @@ cdef Tensor contiguous(Tensor a):
         return a
     cdef Tensor out = wrap(np.ascontiguousarray(a.data))
     if fw_active():
-        set_tangent(out, linear_jvp(a, clone, ()))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(a, clone, ()))
     if grad_enabled() and a.requires_grad_c():
         attach_output(out, record(CloneBackward.__new__(CloneBackward), a, None), 0)
     return out

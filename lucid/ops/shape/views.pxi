@@ -263,11 +263,12 @@ def as_strided(input, size, stride, storage_offset=None):
         arr.flags.writeable = False           # writes would race on shared places
     cdef Tensor out = wrap_like_view(arr, t)
     cdef bint grads = grad_enabled() and t.requires_grad_c()
-    if not (grads or (fw_active() and tangent_of(t) is not None)):
+    if not (grads or (fw_active() and has_tangent(t))):
         return out
     positions = strided_positions(t, root, item, sizes, strides, offset)
     if fw_active():
-        set_tangent(out, linear_jvp(t, strided_take, (positions,)))
+        for _fw_lv in fw_levels():      # Note [Nested forward mode]
+            set_tangent(out, linear_jvp(t, strided_take, (positions,)))
     cdef AsStridedBackward node
     if grads:
         node = AsStridedBackward.__new__(AsStridedBackward)
