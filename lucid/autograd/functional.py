@@ -243,7 +243,7 @@ def _forward_blocks(func, inputs, create_graph, strict, fn_name):
         return outs, None
 
     with enable_grad():
-        prepared = [differentiable_alias(x) if create_graph and x.requires_grad else x.detach()
+        prepared = [differentiable_alias(x) if create_graph and x.requires_grad else detached(x)
                     for x in inputs]
         outputs, _, cols = forward_columns(call, prepared)
     return structure[0], _assembled(outputs, inputs, lambda i, j: [c[i] for c in cols[j]],
@@ -270,8 +270,6 @@ def _vectorized_blocks(func, inputs, create_graph, strategy, fn_name):
     """(outputs_tuple, blocks[i][j]) by lucid.func.jacrev (one vjp vmapped over the rows of the
     identity) or jacfwd (one jvp vmapped over its columns)."""
     from .. import func as transforms
-    if strategy == "forward-mode":
-        _refuse_nested_forward(f"{fn_name}(strategy='forward-mode')")
     structure = []
 
     def checked(*xs):
@@ -280,7 +278,7 @@ def _vectorized_blocks(func, inputs, create_graph, strategy, fn_name):
         return outputs
     jacobian_of = transforms.jacfwd if strategy == "forward-mode" else transforms.jacrev
     with enable_grad():
-        prepared = [x if create_graph else x.detach() for x in inputs]
+        prepared = [x if create_graph else detached(x) for x in inputs]   # tangents kept
         rows = jacobian_of(checked, argnums=tuple(range(len(inputs))))(*prepared)
     return structure[0], [list(row) for row in rows]
 

@@ -95,3 +95,18 @@ def test_vectorized_errors_name_the_function():
         F.jacobian(lambda t: "not a tensor", x, vectorize=True)
     with pytest.raises(RuntimeError, match="^hessian: .*should contain a single element"):
         F.hessian(lambda t: t * 2, x, vectorize=True)
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_jacobian_inside_a_dual_level_keeps_the_callers_tangent(strategy, vectorize, rng):
+    """jacobian inside a caller's dual level: a forward-mode Jacobian's own level nests inside
+    the caller's, and the caller's tangent of J is d/dt J(x + t v) (v = ones: -diag(sin x))."""
+    import lucid.autograd.forward_ad as fwAD
+    x0 = rng.standard_normal(3)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(t64(x0), t64(np.ones(3)))
+        J = F.jacobian(lambda u: u.sin(), x, strategy=strategy, vectorize=vectorize)
+        primal, tangent = fwAD.unpack_dual(J)
+    np.testing.assert_allclose(primal.detach().numpy(), np.diag(np.cos(x0)), rtol=1e-12)
+    np.testing.assert_allclose(tangent.detach().numpy(), np.diag(-np.sin(x0)), rtol=1e-12)
