@@ -24,7 +24,7 @@ CALLS = []
 
 
 class NumpyCube(Function):
-    """x**3 computed in NumPy; its rule too (no lucid op records it), its backward with lucid ops."""
+    """x**3 computed in NumPy, by its rule too (no lucid op records it); backward: lucid ops."""
 
     @staticmethod
     def forward(x):
