@@ -2,6 +2,7 @@
 
     vmap(f, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None)(*args)
                                                     -> f mapped over a batch dim (lucid/_batching)
+    register_vmap_rule(op, rule)                    -> op batched by rule(info, in_dims, *args)
 
     grad(f, argnums=0, has_aux=False)(*args)        -> df/dargs (f returns one element)
     grad_and_value(f, argnums=0, has_aux=False)     -> (grad, value)  /  (grad, (value, aux))
@@ -35,7 +36,7 @@ import numpy as np
 
 from . import _core
 from ._grad_mode import enable_grad
-from ._batching import vmap
+from ._batching import vmap, register_vmap_rule
 from ._batching import transforms as _batching
 from .autograd import forward_ad
 from .autograd._aliases import (
@@ -47,7 +48,8 @@ from .autograd._structures import (
     restore, restore_nested, zeros_like,
 )
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+           "register_vmap_rule"]
 
 
 def __dir__():

@@ -8,7 +8,8 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from ._core import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+           "register_vmap_rule"]
 
 _P = ParamSpec("_P")
 _Aux = TypeVar("_Aux")
@@ -115,3 +116,7 @@ _InDims = int | None | tuple[Any, ...]
 def vmap(func: Callable[_P, _Out], in_dims: _InDims = 0, out_dims: Any = 0,
          randomness: Literal["error", "different", "same"] = "error", *,
          chunk_size: int | None = None) -> Callable[_P, _Out]: ...
+
+# register_vmap_rule: rule(info, in_dims, *args, **kwargs) -> (outputs, out_dims) batches op
+def register_vmap_rule(op: Callable[_P, _Out],
+                       rule: Callable[..., tuple[Any, Any]]) -> Callable[_P, _Out]: ...

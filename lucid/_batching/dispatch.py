@@ -3,13 +3,16 @@
 An op's rule is its own (registered by name with `rule`) or its batching family's (the family its
 registration states, ops/registry.pxi). An op of the "custom" family without a rule of its own
 runs the fallback: the op once per batch element, with a UserWarning naming it once per process
-and a count in lucid.autograd.profile (`vmap_fallbacks`).
+and a count in lucid.autograd.profile (`vmap_fallbacks`). A custom Function's apply comes here
+with the Function class as f (lucid/_batching/functions.py); a native op's rule registered with
+lucid.func.register_vmap_rule is found by its function (lucid/_batching/native.py).
 """
 import warnings
 
 from .. import _core
 from .batched import BatchedTensor
 from .call import Call, op_name
+from .functions import function_call
 from .physical import aligned, levels_of, sizes_of, wrap
 
 _BY_NAME = {}                 # op name -> rule(call)
@@ -34,6 +37,11 @@ def family(name):
         _FAMILIES[name] = fn
         return fn
     return register
+
+
+def register_function_rule(f, fn):
+    """fn(call) is the batching rule of op function f (lucid.func.register_vmap_rule)."""
+    _RULES[f] = fn
 
 
 def _has_batched(args, kwargs):
@@ -80,6 +88,8 @@ def dispatch(f, args, kwargs):
         _load_families()
     previous = _core._batch_dispatch(False)      # the rule computes on physical tensors
     try:
+        if isinstance(f, type):                  # Function.apply (lucid/function/apply.pxi)
+            return function_call(f, args)
         return _rule_of(f)(Call(f, args, kwargs))
     finally:
         _core._batch_dispatch(previous)

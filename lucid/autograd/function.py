@@ -57,6 +57,9 @@ class Function(metaclass=FunctionMeta):
     """Base class of custom differentiable operations (see the module docstring)."""
 
     _lucid_info = None
+    # Under lucid.func.vmap (lucid/_batching/functions.py): with True, a setup_context-style
+    # Function's forward and backward run on the batched tensors (they must use lucid ops)
+    generate_vmap_rule = False
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(f"{type(self).__name__} is not instantiated: call "
@@ -115,6 +118,13 @@ class Function(metaclass=FunctionMeta):
         """Optional: the forward-mode rule, one tangent per output from one per input (None where
         there is none); forward keeps what it needs with ctx.save_for_forward(*tensors), read here
         as ctx.saved_tensors."""
+        raise NotImplementedError
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """Optional: the batching rule under lucid.func.vmap, once per level: args unwrapped at
+        the level (in_dims[i]: the batch dim of args[i], None if not batched there; info:
+        batch_size, randomness) -> (outputs, out_dims), the outputs with their batch dims."""
         raise NotImplementedError
 
     # Function.apply(*args): run forward and record the call for backward (compiled); every

@@ -49,7 +49,19 @@ def function_apply(function_cls, *args):
     if (<FunctionInfo>info).forward_fn is None:
         raise NotImplementedError(f"Function {function_cls.__name__} does not implement "
                                   "forward(ctx, *args)")
+    if lucid_batch_dispatching():                # Note [Batch dispatch]
+        batched = batched_apply(function_cls, args)
+        if batched is not NotImplemented:
+            return batched
     return apply_function(<FunctionInfo>info, args)
+
+
+cdef object batched_apply(object function_cls, tuple args):
+    """Function.apply with a batched argument, by lucid._batching (lucid/_batching/functions.py);
+    NotImplemented when no argument is batched."""
+    if lucid_batch_dispatcher == NULL:
+        return NotImplemented
+    return (<object>lucid_batch_dispatcher)(function_cls, args, None)
 
 
 cdef class FunctionApply:
@@ -73,6 +85,10 @@ cdef class FunctionApply:
         if self.info.forward_fn is None:
             raise NotImplementedError(f"Function {self.info.function_cls.__name__} does not "
                                       "implement forward(ctx, *args)")
+        if lucid_batch_dispatching():            # Note [Batch dispatch]
+            batched = batched_apply(self.info.function_cls, args)
+            if batched is not NotImplemented:
+                return batched
         return apply_function(self.info, args)
 
     @property

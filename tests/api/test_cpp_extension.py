@@ -93,6 +93,26 @@ def test_native_square_passes_opcheck(square_module):
     assert report.status("freed_after_backward") == "passed"
 
 
+def test_native_square_under_vmap_through_register_vmap_rule(square_module):
+    from lucid.func import grad, register_vmap_rule, vmap
+    x = lucid.tensor(np.random.default_rng(1).standard_normal((4, 3)), dtype=lucid.float64)
+    with pytest.raises(TypeError):                     # typed `Tensor x`: no batched tensors
+        vmap(square_module.square)(x)
+    levels = []
+
+    def rule(info, in_dims, t):
+        levels.append(info.batch_size)
+        return square(t), in_dims[0]
+    square = register_vmap_rule(square_module.square, rule)
+    np.testing.assert_allclose(vmap(square)(x).numpy(), x.numpy() ** 2)
+    np.testing.assert_allclose(vmap(vmap(square), in_dims=1)(x).numpy(), x.numpy().T ** 2)
+    assert levels == [4, 4, 3]                          # once, then once per level
+    per_row = vmap(grad(lambda r: square(r).sum()))(x)  # through the native backward node
+    np.testing.assert_allclose(per_row.numpy(), 2 * x.numpy())
+    assert gradcheck(lambda t: vmap(square)(t), (x.detach().requires_grad_(),))
+    assert gradgradcheck(lambda t: vmap(square)(t), (x.detach().requires_grad_(),))
+
+
 def test_second_call_is_served_from_memory(square_module, cache):
     binary = binary_of(cache, "lucid_test_square")
     stamp = binary.stat().st_mtime_ns
