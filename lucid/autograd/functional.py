@@ -332,7 +332,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             result.append(g)
         return tuple(result)
 
-    if vectorize and not strict:
+    if vectorize:                                # (strict with it raises in _blocks)
         from .. import func as transforms
         gradient = transforms.grad(lambda *xs: _scalar_output(func(*xs), "hessian"),
                                    argnums=tuple(range(len(inputs))))
