@@ -22,7 +22,7 @@ from lucid._core import (define_op, ANY, BATCHED_MATRIX, CUSTOM, DIMS, FLOAT_ONL
 # the Python-level ops the compositions use (aliased: some shadow builtins)
 from lucid._core import (abs as lucid_abs, amax, amin, cat as lucid_cat, pow as lucid_pow,
                          unsqueeze, where as lucid_where)
-from lucid._ops import narrow, ne, norm
+from lucid._ops import narrow, ne, norm as lucid_norm
 
 cnp.import_array()
 
@@ -41,6 +41,6 @@ include "ops/linalg/chain.pxi"
 include "ops/linalg/cdist.pxi"
 
 # registered ops install their methods (det, slogdet); inverse is named unlike linalg.inv
-install_methods(Tensor, {"inverse": linalg_inv})
+install_methods(Tensor, {"inverse": inv})
 # this module's node classes are lucid's own, trusted like the core's (Note [Native nodes])
 register_node_types(__name__)

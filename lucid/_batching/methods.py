@@ -124,7 +124,7 @@ def _requires_grad_(self, requires_grad=True):
 
 def _linalg_inv():
     from .. import _linalg
-    return _linalg.linalg_inv
+    return _linalg.inv
 
 
 _install()

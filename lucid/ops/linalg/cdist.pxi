@@ -47,5 +47,5 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     cdef Py_ssize_t last = ndim_of(diff.data) - 1
     if sa[na - 1] == 0:                  # no coordinates: every distance is 0
         return reduce_op(diff, (last,), False, False)
-    return norm(diff, q, last)
+    return lucid_norm(diff, q, last)
 define_op(cdist, BATCHED_MATRIX, FLOAT_ONLY, method="none")

@@ -2,7 +2,7 @@
 # chain of matrix products in the cheapest order). Their derivatives are those of the ops.
 
 
-def linalg_cross(input, other, dim=-1):
+def cross(input, other, dim=-1):
     """a x b along dim (of size 3), broadcast: (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0)."""
     cdef str op = "linalg.cross"
     cdef Tensor a = operand(input, op), b = operand(other, op)
@@ -34,7 +34,7 @@ def linalg_cross(input, other, dim=-1):
     return lucid_cat([sub(mul(pa[1], pb[2]), mul(pa[2], pb[1])),
                       sub(mul(pa[2], pb[0]), mul(pa[0], pb[2])),
                       sub(mul(pa[0], pb[1]), mul(pa[1], pb[0]))], d)
-define_op(linalg_cross, DIMS, NUMERIC, method="none", name="linalg.cross")
+define_op(cross, DIMS, NUMERIC, method="none", name="linalg.cross")
 
 
 cdef list chain_order(list dims):
@@ -61,7 +61,7 @@ cdef Tensor chain_product(list ts, list split, Py_ssize_t i, Py_ssize_t j):
     return matmul(chain_product(ts, split, i, k), chain_product(ts, split, k + 1, j))
 
 
-def linalg_multi_dot(tensors):
+def multi_dot(tensors):
     """The product of two or more matrices in the cheapest order; the first may be a 1-D row
     vector and the last a 1-D column vector (the result then drops that dim)."""
     cdef str op = "linalg.multi_dot"
@@ -98,4 +98,4 @@ def linalg_multi_dot(tensors):
     if last_vector:
         return reshape(out, (s[0],))
     return out
-define_op(linalg_multi_dot, TENSORS, NUMERIC, method="none", name="linalg.multi_dot")
+define_op(multi_dot, TENSORS, NUMERIC, method="none", name="linalg.multi_dot")

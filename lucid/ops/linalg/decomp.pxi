@@ -46,7 +46,7 @@ cdef Tensor cholesky_jvp(Tensor a, Tensor out, bint upper):
     cdef long level = suspend_fw()
     cdef Tensor l, x
     try:
-        l = lower_factor(linalg_cholesky(a, upper) if tracks(a, None) else out, upper)
+        l = lower_factor(cholesky(a, upper) if tracks(a, None) else out, upper)
         x = solve_triangular_impl(l, ta, False, True, False)
         x = solve_triangular_impl(mT(l), x, True, False, False)
         return fit_tangent(lower_factor(matmul(l, lower_half_diagonal(x)), upper), out)
@@ -54,7 +54,7 @@ cdef Tensor cholesky_jvp(Tensor a, Tensor out, bint upper):
         resume_fw(level)
 
 
-def linalg_cholesky(A, upper=False):
+def cholesky(A, upper=False):
     """L with A = L L^T (lower; upper=True gives U = L^T, A = U^T U) for symmetric
     positive-definite A (..., n, n); its lower triangle is read."""
     cdef str op = "linalg.cholesky"
@@ -78,7 +78,7 @@ def linalg_cholesky(A, upper=False):
         node.upper = upper
         node.l = save_tensor(out, node, True)
     return out
-define_op(linalg_cholesky, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.cholesky")
+define_op(cholesky, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.cholesky")
 
 
 # -- eigh -----------------------------------------------------------------------------------------
@@ -127,14 +127,14 @@ cdef tuple eigh_jvp(Tensor a, Tensor w, Tensor v, str uplo):
     cdef Tensor m
     try:
         if tracks(a, None):
-            w, v = linalg_eigh(a, uplo)
+            w, v = eigh(a, uplo)
         m = rotate_into(v, ta)
         return (linalg_diagonal_of(m), matmul(v, divide_by_eigengaps(w, m)))
     finally:
         resume_fw(level)
 
 
-def linalg_eigh(A, UPLO="L"):
+def eigh(A, UPLO="L"):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A (..., n, n), reading
     its UPLO triangle. Gradients need distinct eigenvalues when the eigenvectors are used."""
     cdef str op = "linalg.eigh"
@@ -160,7 +160,7 @@ def linalg_eigh(A, UPLO="L"):
         node.w = save_tensor(w, node, True)
         node.v = save_tensor(v, node, True)
     return EighResult(w, v)
-define_op(linalg_eigh, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eigh")
+define_op(eigh, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eigh")
 
 
 # -- qr -------------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ cdef tuple qr_jvp(Tensor a, Tensor q, Tensor r, str mode):
     cdef Tensor da_r, u
     try:
         if tracks(a, None):
-            q, r = linalg_qr(a, mode)
+            q, r = qr(a, mode)
         da_r = solve_triangular_impl(r, ta, True, False, False)
         u = fold_lower_into_upper(matmul(mT(q), da_r))
         return (sub(da_r, matmul(q, u)), matmul(u, r))
@@ -229,7 +229,7 @@ cdef tuple qr_jvp(Tensor a, Tensor q, Tensor r, str mode):
         resume_fw(level)
 
 
-def linalg_qr(A, mode="reduced"):
+def qr(A, mode="reduced"):
     """(Q, R) with A = Q R, Q orthonormal columns, R upper triangular, for A (..., m, n);
     mode 'reduced' (k = min(m, n) columns), 'complete' (Q square) or 'r' (Q empty)."""
     cdef str op = "linalg.qr"
@@ -263,4 +263,4 @@ def linalg_qr(A, mode="reduced"):
             node.q = save_tensor(q, node, True)
             node.r = save_tensor(r, node, True)
     return QRResult(q, r)
-define_op(linalg_qr, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.qr")
+define_op(qr, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.qr")

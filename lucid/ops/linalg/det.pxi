@@ -207,7 +207,7 @@ cdef Tensor cofactor_third(Tensor a, Tensor y, Tensor w):
     cdef Tensor t = add(scale_by(matrix_inner(c, w), ly),
                         scale_by(matrix_inner(c, y), cofactor_derivative(a, w)))
     t = sub(t, add(cofactor_derivative(a, cross), scale_by(matrix_inner(w, ly), c)))
-    return div(t, as_matrix_scale(linalg_det(a)))
+    return div(t, as_matrix_scale(det(a)))
 
 
 # -- det -------------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ cdef Tensor det_jvp(Tensor a, Tensor out):
         resume_fw(level)
 
 
-cpdef Tensor linalg_det(object A):
+cpdef Tensor det(object A):
     """The determinant of each square matrix of A (..., n, n)."""
     cdef Tensor a = square_operand(A, "linalg.det")
     cdef Tensor out = float_result(np.linalg.det(a.data), descr(a.data))
@@ -249,7 +249,7 @@ cpdef Tensor linalg_det(object A):
         attach_output(out, node, 0)
         node.a = save_tensor(a, node, False)
     return out
-define_op(linalg_det, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.det")
+define_op(det, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.det")
 
 
 # -- slogdet ---------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ cdef Tensor slogdet_jvp(Tensor a, Tensor out):
         resume_fw(level)
 
 
-def linalg_slogdet(A):
+def slogdet(A):
     """(sign, logabsdet) of each square matrix of A: det = sign * exp(logabsdet)."""
     cdef Tensor a = square_operand(A, "linalg.slogdet")
     sign_arr, log_arr = np.linalg.slogdet(a.data)
@@ -301,4 +301,4 @@ def linalg_slogdet(A):
         attach_output(out, node, 0)
         node.a = save_tensor(a, node, False)
     return SlogdetResult(sign, out)
-define_op(linalg_slogdet, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.slogdet")
+define_op(slogdet, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.slogdet")

@@ -113,21 +113,21 @@ cdef tuple pinv_tensors(Tensor a, object atol, object rtol, bint hermitian, str 
     return (out, s)
 
 
-def linalg_pinv(A, *, atol=None, rtol=None, hermitian=False):
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse of each matrix of A (..., m, n) -> (..., n, m), singular
     values at most max(atol, rtol * s_max) counted as 0 (Note [Pseudo-inverse])."""
     cdef str op = "linalg.pinv"
     cdef Tensor a = matrix_operand(A, op, "A")
     return pinv_tensors(a, tolerance_array(atol, op, "atol"), tolerance_array(rtol, op, "rtol"),
                         bool(hermitian), op)[0]
-define_op(linalg_pinv, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.pinv")
+define_op(pinv, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.pinv")
 
 
 cdef Tensor empty_of(cnp.dtype dt):
     return wrap(np.zeros((0,), dtype=dt))
 
 
-def linalg_lstsq(A, B, rcond=None, *, driver=None):
+def lstsq(A, B, rcond=None, *, driver=None):
     """(solution, residuals, rank, singular_values): X minimizing ||A X - B|| (minimum norm),
     for A (..., m, n) and B (..., m, k) (or (..., m): one dim fewer); rank, singular values and residuals as
     PyTorch's driver gives them (Note [Pseudo-inverse])."""
@@ -169,4 +169,4 @@ def linalg_lstsq(A, B, rcond=None, *, driver=None):
     rank = wrap(as_array(rank_arr)) if driver != "gels" else wrap(np.zeros((0,), np.int64))
     values = float_result(sv, dt) if driver in ("gelsd", "gelss") else empty_of(dt)
     return LstsqResult(x, residuals, rank, values)
-define_op(linalg_lstsq, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lstsq")
+define_op(lstsq, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lstsq")

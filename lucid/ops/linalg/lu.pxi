@@ -193,7 +193,7 @@ cdef tuple lu_factor_tensors(Tensor a, str op):
     return (lu, pivots)
 
 
-def linalg_lu_factor(A, *, pivot=True):
+def lu_factor(A, *, pivot=True):
     """(LU, pivots): P^T A = L U with L unit lower (its strict part in LU) and U upper, for A
     (..., m, n); pivots 1-based int32 (LAPACK's). A singular A raises. Note [LU]."""
     cdef str op = "linalg.lu_factor"
@@ -202,7 +202,7 @@ def linalg_lu_factor(A, *, pivot=True):
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU "
                            "(PyTorch's CPU refuses it too); use pivot=True")
     return LUFactorResult(*lu_factor_tensors(a, op))
-define_op(linalg_lu_factor, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lu_factor")
+define_op(lu_factor, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lu_factor")
 
 
 # -- lu_solve ------------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ cdef object checked_pivots(object pivots, tuple lu_shape, str op):
     return p.data
 
 
-def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """X with A X = B (left) or X A = B for A = P L U given by lu_factor (A^T instead of A with
     adjoint); batches broadcast. A singular U gives inf/nan (not checked, as in PyTorch)."""
     cdef str op = "linalg.lu_solve"
@@ -318,4 +318,4 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     if left:
         return lu_solve_tensor(lu, pt, b, adj)
     return mT(lu_solve_tensor(lu, pt, mT(b), adj))
-define_op(linalg_lu_solve, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lu_solve")
+define_op(lu_solve, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.lu_solve")

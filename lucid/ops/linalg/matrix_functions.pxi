@@ -101,11 +101,11 @@ cdef Tensor matrix_exp_of(Tensor a):
     return out
 
 
-def linalg_matrix_exp(A):
+def matrix_exp(A):
     """exp(A) = sum_k A^k / k! of each square matrix of A (..., n, n), with exact derivatives
     (Note [Matrix exponential])."""
     return matrix_exp_of(square_operand(A, "linalg.matrix_exp"))
-define_op(linalg_matrix_exp, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.matrix_exp")
+define_op(matrix_exp, BATCHED_MATRIX, FLOAT_ONLY, name="linalg.matrix_exp")
 
 
 # -- matrix_power ----------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ cdef Tensor square_numeric_operand(object x, str op):
     return t
 
 
-def linalg_matrix_power(A, n):
+def matrix_power(A, n):
     """A^n for each square matrix of A (n an int; A^0 = I, n < 0 through inv(A)), by repeated
     squaring with matmul."""
     cdef str op = "linalg.matrix_power"
@@ -150,4 +150,4 @@ def linalg_matrix_power(A, n):
             break
         base = matmul(base, base)
     return mul(result, 1) if result is a else result
-define_op(linalg_matrix_power, BATCHED_MATRIX, NUMERIC, name="linalg.matrix_power")
+define_op(matrix_power, BATCHED_MATRIX, NUMERIC, name="linalg.matrix_power")

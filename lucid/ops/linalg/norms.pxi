@@ -40,7 +40,7 @@ cdef object is_number(object x):
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """(sum_i |x_i|^ord)^(1/ord) over dim (None: every dim); ord inf / -inf: max / min |x_i|,
     0: the number of nonzero entries (no gradient)."""
     cdef str op = "linalg.vector_norm"
@@ -52,7 +52,7 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(dim, tuple) and len(dim) == 0:
         dim = None
     if ord == 2:
-        return linalg_norm(t, None, dim, keepdim)
+        return norm(t, None, dim, keepdim)
     if ord == np.inf:
         return amax(lucid_abs(t), dim, keepdim)
     if ord == -np.inf:
@@ -62,10 +62,10 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 0:
         return cast(sum(ne(t, 0), dim, keepdim), descr(t.data))
     return lucid_pow(sum(lucid_pow(lucid_abs(t), float(ord)), dim, keepdim), 1.0 / ord)
-define_op(linalg_vector_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.vector_norm")
+define_op(vector_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.vector_norm")
 
 
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The ord-norm ('fro', 'nuc', 2, -2, 1, -1, inf, -inf) of the matrices of A over the two
     dims in dim; linalg.norm's matrix branch."""
     cdef str op = "linalg.matrix_norm"
@@ -79,5 +79,5 @@ def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None)
             is_number(ord) and ord in (2, -2, 1, -1, np.inf, -np.inf)):
         raise RuntimeError(f"{op}: ord must be 'fro', 'nuc', 2, -2, 1, -1, inf or -inf, got "
                            f"{ord!r}")
-    return linalg_norm(a, ord, dim, bool(keepdim))
-define_op(linalg_matrix_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.matrix_norm")
+    return norm(a, ord, dim, bool(keepdim))
+define_op(matrix_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.matrix_norm")

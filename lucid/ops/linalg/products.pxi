@@ -129,7 +129,7 @@ cdef Tensor vector_norm2(Tensor x, tuple dims, bint keepdim):
     return out
 
 
-cdef object vector_norm(Tensor x, object ord, tuple dims, bint keepdim):
+cdef object vector_norm_of(Tensor x, object ord, tuple dims, bint keepdim):
     """The ord-norm of x over dims: 2 (default), inf, -inf, or any p > 0."""
     if ord is None or ord == 2:
         return vector_norm2(x, dims, keepdim)
@@ -151,11 +151,11 @@ cdef Tensor singular_values(Tensor a):
     cdef Py_ssize_t nd = len(s)
     cdef Tensor at = transpose(a, -1, -2)
     cdef Tensor gram = matmul(at, a) if s[nd - 2] >= s[nd - 1] else matmul(a, at)
-    from lucid._linalg import linalg_eigh     # the linalg module imports after the core
-    return sqrt(clamp(linalg_eigh(gram)[0], 0.0, None))
+    from lucid._linalg import eigh     # the linalg module imports after the core
+    return sqrt(clamp(eigh(gram)[0], 0.0, None))
 
 
-cdef object matrix_norm(Tensor a, object ord):
+cdef object matrix_norm_of(Tensor a, object ord):
     """The ord-norm of each matrix of a (..., m, n), reduced over its last two dims."""
     if ord == "nuc":
         return sum(singular_values(a), -1)
@@ -168,7 +168,7 @@ cdef object matrix_norm(Tensor a, object ord):
                      "-2, 1, -1, inf or -inf")
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim=False):
+def norm(A, ord=None, dim=None, keepdim=False):
     """A vector norm (dim None or an int; ord None = 2) or a matrix norm (dim a pair, or 2-D A
     with ord given; ord None = 'fro'), like torch.linalg.norm."""
     cdef Tensor a = linalg_float_operand(A, "linalg.norm", "A")
@@ -183,7 +183,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False):
         if isinstance(ord, str):
             raise RuntimeError(f"linalg.norm: ord={ord!r} is a matrix norm; pass a 2-D A or a "
                                "pair of dims")
-        return vector_norm(a, ord, reduction_dims(dim, nd, "linalg.norm"), keepdim)
+        return vector_norm_of(a, ord, reduction_dims(dim, nd, "linalg.norm"), keepdim)
     cdef tuple dims = reduction_dims(dim if dim is not None else (0, 1), nd, "linalg.norm")
     if len(dims) != 2:
         raise RuntimeError(f"linalg.norm: dim {dim} must name two different dims")
@@ -193,10 +193,10 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False):
     if ord is None or ord == "fro":
         return vector_norm2(a, dims, keepdim)
     cdef list order = [d for d in range(nd) if d not in pair] + list(pair)
-    cdef Tensor out = matrix_norm(permute(a, tuple(order)), ord)
+    cdef Tensor out = matrix_norm_of(permute(a, tuple(order)), ord)
     if keepdim:
         kept = list(a.data.shape)
         kept[pair[0]] = kept[pair[1]] = 1
         out = reshape(out, tuple(kept))
     return out
-define_op(linalg_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.norm")
+define_op(norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.norm")

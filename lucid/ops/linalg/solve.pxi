@@ -32,7 +32,7 @@ cdef class LinalgSolveBackward(Node):
     cdef tuple apply(self, tuple grads):
         cdef Tensor a = self.a.unpack(self)
         cdef Tensor g = as_column(<Tensor>grads[0], self.vector)
-        cdef Tensor gb = linalg_solve(mT(a), g)
+        cdef Tensor gb = solve(mT(a), g)
         ga = None
         if needs(self, 0):
             ga = neg(matmul(gb, mT(as_column(self.x.unpack(self), self.vector))))
@@ -54,16 +54,16 @@ cdef Tensor solve_jvp(Tensor a, Tensor b, Tensor x, bint vector):
     try:
         rhs = None if tb is None else as_column(tb, vector)
         if ta is not None:
-            xr = linalg_solve(a, b) if tracks(a, b) else x
+            xr = solve(a, b) if tracks(a, b) else x
             rhs = add_tangents(rhs, neg(matmul(ta, as_column(xr, vector))))
-        rhs = linalg_solve(a, rhs)
+        rhs = solve(a, rhs)
         return fit_tangent(reshape(rhs, rhs.data.shape[:ndim_of(rhs.data) - 1]) if vector
                            else rhs, x)
     finally:
         resume_fw(level)
 
 
-cpdef Tensor linalg_solve(object A, object B):
+cpdef Tensor solve(object A, object B):
     """X with A X = B for square A (..., n, n); B (..., n, k) or a vector (n,) / (..., n)."""
     cdef Tensor a = square_operand(A, "linalg.solve")
     cdef Tensor b = linalg_float_operand(B, "linalg.solve", "B")
@@ -104,7 +104,7 @@ cpdef Tensor linalg_solve(object A, object B):
         if needs(node, 0):
             node.x = save_tensor(out, node, True)
     return out
-define_op(linalg_solve, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.solve")
+define_op(solve, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.solve")
 
 
 # -- solve_triangular -------------------------------------------------------------------------
@@ -217,12 +217,12 @@ cdef Tensor solve_triangular_impl(Tensor a, Tensor b, bint upper, bint left, bin
     return out
 
 
-def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """X with A X = B (left) or X A = B for triangular A (only its upper/lower triangle read)."""
     cdef Tensor a = square_operand(A, "linalg.solve_triangular")
     cdef Tensor b = linalg_float_operand(B, "linalg.solve_triangular", "B")
     return solve_triangular_impl(a, b, bool(upper), bool(left), bool(unitriangular))
-define_op(linalg_solve_triangular, BATCHED_MATRIX, FLOAT_ONLY, method="none",
+define_op(solve_triangular, BATCHED_MATRIX, FLOAT_ONLY, method="none",
           name="linalg.solve_triangular")
 
 
@@ -249,16 +249,16 @@ cdef Tensor inv_jvp(Tensor a, Tensor x):
     cdef long level = suspend_fw()
     cdef Tensor xr
     try:
-        xr = linalg_inv(a) if tracks(a, None) else x
+        xr = inv(a) if tracks(a, None) else x
         return fit_tangent(neg(matmul(matmul(xr, ta), xr)), x)
     finally:
         resume_fw(level)
 
 
-cpdef Tensor linalg_inv(object A):
+cpdef Tensor inv(object A):
     """The inverse of each square matrix of A (..., n, n)."""
     return inverse_of(square_operand(A, "linalg.inv"), "linalg.inv", NO_UNIQUE_SOLUTION)
-define_op(linalg_inv, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.inv")
+define_op(inv, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.inv")
 
 
 cdef Tensor inverse_of(Tensor a, str op, str why):

@@ -214,20 +214,20 @@ cdef tuple svd_tensors(Tensor a, bint full, bint uv, str op):
     return (u, s, vh)
 
 
-def linalg_svd(A, full_matrices=True):
+def svd(A, full_matrices=True):
     """(U, S, Vh) with A = U diag(S) Vh for A (..., m, n): S descending (k = min(m, n)), U and
     Vh with orthonormal columns and rows (square with full_matrices). Note [SVD rules]."""
     cdef Tensor a = matrix_operand(A, "linalg.svd", "A")
     return SVDResult(*svd_tensors(a, bool(full_matrices), True, "linalg.svd"))
-define_op(linalg_svd, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.svd")
+define_op(svd, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.svd")
 
 
-def linalg_svdvals(A):
+def svdvals(A):
     """The singular values of A (..., m, n), descending (..., min(m, n)); gradient
     U diag(gS) Vh, defined at every A."""
     cdef Tensor a = matrix_operand(A, "linalg.svdvals", "A")
     return svd_tensors(a, False, False, "linalg.svdvals")[1]
-define_op(linalg_svdvals, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.svdvals")
+define_op(svdvals, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.svdvals")
 
 
 # -- matrix_rank, cond ------------------------------------------------------------------------------
@@ -270,7 +270,7 @@ cdef object abs_singular_values(Tensor a, bint hermitian, str op):
     return svd_arrays(a.data, False, False, op)[1]
 
 
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     """The number of singular values of each matrix of A above max(atol, rtol * s_max), int64
     (tol is atol with rtol 0); no gradient."""
     cdef str op = "linalg.matrix_rank"
@@ -285,13 +285,13 @@ def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
                                 tolerance_array(rtol, op, "rtol"), sh[len(sh) - 2],
                                 sh[len(sh) - 1], a.data.dtype)
     return wrap(as_array(np.sum(s > np.asarray(cut)[..., None], axis=-1).astype(np.int64)))
-define_op(linalg_matrix_rank, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.matrix_rank")
+define_op(matrix_rank, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.matrix_rank")
 
 
 cdef tuple COND_NORMS = ("fro", "nuc", np.inf, -np.inf, 1, -1)
 
 
-def linalg_cond(A, p=None):
+def cond(A, p=None):
     """The condition number of each matrix of A in the p-norm: s_max / s_min for p None or 2
     (s_min / s_max for -2, any shape), else ||A||_p ||A^-1||_p for square A (inf if singular)."""
     cdef str op = "linalg.cond"
@@ -311,28 +311,28 @@ def linalg_cond(A, p=None):
     if any_singular:      # the singular ones: inf, computed on I so nothing else divides by 0
         a = lucid_where(wrap(np.asarray(singular)[..., None, None]),
                         wrap(np.eye(n, dtype=a.data.dtype)), a)
-    out = mul(linalg_matrix_norm(a, p), linalg_matrix_norm(linalg_inv(a), p))
+    out = mul(matrix_norm(a, p), matrix_norm(inv(a), p))
     if any_singular:
         out = lucid_where(wrap(np.asarray(singular)), np.inf, out)
     return out
-define_op(linalg_cond, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.cond")
+define_op(cond, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.cond")
 
 
 # -- eig, eigvals: their results are complex --------------------------------------------------------
 
-def linalg_eig(A):
+def eig(A):
     """(eigenvalues, eigenvectors) of a general square A: complex, not supported yet (raises
     NotImplementedError)."""
     square_operand(A, "linalg.eig")
     raise NotImplementedError(f"linalg.eig: {COMPLEX_NOT_YET} (a general matrix's eigenvalues "
                               "are complex; for a symmetric one use linalg.eigh)")
-define_op(linalg_eig, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eig")
+define_op(eig, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eig")
 
 
-def linalg_eigvals(A):
+def eigvals(A):
     """The eigenvalues of a general square A: complex, not supported yet (raises
     NotImplementedError)."""
     square_operand(A, "linalg.eigvals")
     raise NotImplementedError(f"linalg.eigvals: {COMPLEX_NOT_YET} (a general matrix's "
                               "eigenvalues are complex; for a symmetric one use linalg.eigh)")
-define_op(linalg_eigvals, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eigvals")
+define_op(eigvals, BATCHED_MATRIX, FLOAT_ONLY, method="none", name="linalg.eigvals")
