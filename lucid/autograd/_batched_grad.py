@@ -5,30 +5,43 @@ The engine runs on plain tensors only (its nodes are not callable from Python, a
 BatchedTensor), so vmap cannot carry a batched cotangent through a graph recorded outside it:
 the batched call runs the engine once per batch element, keeping the graph until the last one
 (which honours retain_graph), and stacks the results. Unused inputs are materialized after the
-stacking, unbatched, as torch does.
+stacking, unbatched, as torch does. Under lucid.func.vmap, grad_outputs batched at the active
+levels (a graph recorded outside vmap, as vmap(lambda v: grad(y, x, v))) take the same batched
+path over their physical batch: that is the engine call's batching rule. lucid.autograd.grad
+is the engine's entry (lucid/engine/entry_points.pxi), which sends only these calls here: a
+plain call pays nothing, and no Python frame of lucid's stands between the user and the
+creation sites of the nodes a create_graph backward makes.
 """
 import numpy as np
 
 from .. import _core
+from .._batching import transforms as _batching
 from .._core import stack
 
-_ENGINE_GRAD = _core.grad
+_ENGINE_GRAD = _core._engine_grad
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """The gradients of outputs with respect to inputs, as a tuple; writes no .grad;
-    is_grads_batched: every grad_output has a leading batch dim, each result one too."""
+def batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                 is_grads_batched, materialize_grads):
+    """autograd.grad's calls with is_grads_batched set or grad_outputs batched under vmap
+    (lucid/engine/entry_points.pxi sends them here)."""
     if not isinstance(is_grads_batched, (bool, np.bool_)):
         raise TypeError(f"grad: is_grads_batched must be a bool, not "
                         f"{type(is_grads_batched).__name__}")
+    if _batching.active() and _batching.any_batched(grad_outputs):
+        return _under_vmap(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                           allow_unused, bool(is_grads_batched), materialize_grads)
     if not is_grads_batched:
         return _ENGINE_GRAD(outputs, inputs, grad_outputs, retain_graph, create_graph,
                             allow_unused, materialize_grads)
-    if allow_unused is None:
-        allow_unused = materialize_grads
-    elif materialize_grads and not allow_unused:
-        raise ValueError("materialize_grads=True needs allow_unused to be True or left unset")
+    return _stacked_vjps(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                         allow_unused, materialize_grads)
+
+
+def _stacked_vjps(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """The stack of the vjps of grad_outputs' slices along their first dim."""
+    allow_unused = _allow_unused(allow_unused, materialize_grads)
     if retain_graph is None:
         retain_graph = create_graph
     outs = _listed(outputs)
@@ -55,6 +68,52 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         else:
             result.append(column[0].unsqueeze(0)[:0])
     return tuple(result)
+
+
+def _under_vmap(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                is_grads_batched, materialize_grads):
+    """grad with grad_outputs batched at vmap levels: their physical batch dims (and, with
+    is_grads_batched, the logical first dim) flattened into one batch of the batched path; the
+    results batched at every active level (materialized zeros stay unbatched)."""
+    allow_unused = _allow_unused(allow_unused, materialize_grads)
+    levels, sizes = _batching.active_levels()
+    lead = tuple(sizes[level] for level in levels)
+    given = list(grad_outputs) if isinstance(grad_outputs, (tuple, list)) else [grad_outputs]
+    outs = _listed(outputs)
+    inner = ()
+    flat = []
+    for g, o in zip(given, outs):
+        if g is None and _shape_of(o) is not None and int(np.prod(_shape_of(o))) == 1:
+            g = _core._from_array(np.ones(_shape_of(o), dtype=np.dtype(o.dtype)))
+        if not _batching.tensor_or_batched(g):
+            flat.append(g)        # the batched path names the bad value
+            continue
+        physical = _batching.to_physical(g, levels, sizes)
+        if is_grads_batched and physical.ndim > len(lead):
+            inner = (physical.shape[len(lead)],)
+        kept = len(lead) + (1 if is_grads_batched else 0)
+        flat.append(physical.reshape((-1,) + tuple(physical.shape[kept:])))
+    if len(given) != len(outs):
+        flat = given              # the batched path raises on the count
+    grads = _stacked_vjps(outputs, inputs, flat, retain_graph, create_graph, allow_unused, False)
+    out = []
+    for k, (g, w) in enumerate(zip(grads, _listed(inputs))):
+        if g is None:
+            out.append(_materialized(w, k, create_graph) if materialize_grads else None)
+        else:
+            shape = lead + inner + tuple(g.shape[1:])
+            out.append(_batching.to_logical(g.reshape(shape), levels))
+    return tuple(out)
+
+
+def _allow_unused(allow_unused, materialize_grads):
+    """allow_unused as the engine resolves it: materialize_grads implies it (ValueError when
+    it is set False)."""
+    if allow_unused is None:
+        return materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("materialize_grads=True needs allow_unused to be True or left unset")
+    return allow_unused
 
 
 def _is_edge(x):
@@ -126,3 +185,6 @@ def _materialized(wanted, k, create_graph):
     if create_graph and wanted.is_floating_point():
         zeros.requires_grad_(True)
     return zeros
+
+
+_core._set_batched_grad(batched_grad)

@@ -17,7 +17,7 @@ _WHY = ("check_batched_grad runs fn's vjp under lucid.func.vmap with a batch of 
 def batched_grad_check(fn, inputs, wanted, batched_fn=None):
     """The first failure of the batched-gradient check (None when it passes); batched_fn: fn's
     form that can run under vmap, when fn itself cannot."""
-    from ._batched_grad import grad
+    from .._core import grad
     from .gradcheck import _tensor_outputs
     batched_fn = fn if batched_fn is None else batched_fn
     diff = tuple(inputs[i] for i in wanted)

@@ -3,11 +3,18 @@ against a Python loop of autograd.grad and torch.autograd.grad(is_grads_batched=
 retention, create_graph, allow_unused / materialize_grads, GradientEdge inputs and the errors."""
 import numpy as np
 import pytest
-import torch
 
 import lucid
 from lucid.autograd import grad
 from lucid.autograd.graph import get_gradient_edge
+
+try:
+    import torch
+except ImportError:          # the PyTorch comparisons say why they did not run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed; "
+                                 "pip install torch==2.13.0 to compare with PyTorch")
 
 RNG = np.random.default_rng(7)
 XN = RNG.standard_normal((3, 4))
@@ -32,6 +39,15 @@ def looped(outputs, inputs, cotangents, **kw):
             for col in zip(*per)]
 
 
+def test_equals_a_loop():
+    x, w, _, outs = graph(lucid)
+    cts = (lucid.tensor(VN), lucid.tensor(UN))
+    got = grad(outs, (x, w), cts, retain_graph=True, is_grads_batched=True)
+    for g, l in zip(got, looped(outs, (x, w), cts)):
+        np.testing.assert_allclose(g.numpy(), l, rtol=1e-12)
+
+
+@needs_torch
 def test_equals_a_loop_and_torch():
     x, w, _, outs = graph(lucid)
     cts = (lucid.tensor(VN), lucid.tensor(UN))
@@ -64,6 +80,7 @@ def test_without_retain_graph_the_graph_is_freed_after_the_call_with_it_it_survi
         grad(outs, (x, w), cts, is_grads_batched=True)
 
 
+@needs_torch
 def test_create_graph_gives_differentiable_results_equal_to_torch():
     x, w, _, outs = graph(lucid)
     (g,) = grad(outs[0], x, lucid.tensor(VN), create_graph=True, is_grads_batched=True)
@@ -76,6 +93,7 @@ def test_create_graph_gives_differentiable_results_equal_to_torch():
     np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-10)
 
 
+@needs_torch
 def test_a_cotangent_that_requires_grad_is_differentiated_through():
     x, w, _, outs = graph(lucid)
     v = lucid.tensor(VN, requires_grad=True)
@@ -87,6 +105,7 @@ def test_a_cotangent_that_requires_grad_is_differentiated_through():
     np.testing.assert_allclose(dv.numpy(), torch.autograd.grad(tg.sum(), tv)[0].numpy())
 
 
+@needs_torch
 def test_allow_unused_and_materialize_grads_as_torch():
     x, w, z, outs = graph(lucid)
     tx, tw, tz, touts = graph(torch)
@@ -159,3 +178,60 @@ def test_errors_as_torch_and_nothing_modified():
 def test_the_plain_call_is_unchanged():
     x, w, _, outs = graph(lucid)
     assert grad(outs[0].sum(), x)[0].shape == (3, 4)
+
+
+# -- autograd.grad under vmap: a batched cotangent through a graph recorded outside ----------
+
+def torch_vmap(f, **kw):
+    import warnings
+
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")           # torch's fallback performance notes
+            return torch.vmap(f, **kw)(*args)
+    return run
+
+
+@needs_torch
+def test_vmap_over_grad_with_batched_cotangents_equals_torch():
+    from lucid.func import vmap
+    x, w, z, outs = graph(lucid)
+    tx, tw, tz, touts = graph(torch)
+    v2 = RNG.standard_normal((2, 5, 3))
+    f = lambda v: grad(outs[0], x, v, retain_graph=True)[0]                       # noqa: E731
+    tf = lambda v: torch.autograd.grad(touts[0], tx, v, retain_graph=True)[0]     # noqa: E731
+    np.testing.assert_allclose(vmap(f)(lucid.tensor(VN)).numpy(),
+                               torch_vmap(tf)(torch.tensor(VN)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(vmap(vmap(f))(lucid.tensor(v2)).numpy(),
+                               torch_vmap(torch_vmap(tf))(torch.tensor(v2)).numpy(), rtol=1e-12)
+    fb = lambda v: grad(outs[0], x, v, retain_graph=True, is_grads_batched=True)[0]  # noqa
+    tfb = lambda v: torch.autograd.grad(touts[0], tx, v, retain_graph=True,           # noqa
+                                        is_grads_batched=True)[0]
+    got = vmap(fb, in_dims=1)(lucid.tensor(v2))
+    assert got.shape == (5, 2, 3, 4)
+    np.testing.assert_allclose(got.numpy(), torch_vmap(tfb, in_dims=1)(torch.tensor(v2)).numpy(),
+                               rtol=1e-12)
+
+
+def test_vmap_over_grad_equals_the_batched_call():
+    from lucid.func import vmap
+    x, w, _, outs = graph(lucid)
+    got = vmap(lambda v: grad(outs[0], x, v, retain_graph=True)[0])(lucid.tensor(VN))
+    (want,) = grad(outs[0], x, lucid.tensor(VN), retain_graph=True, is_grads_batched=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_vmap_over_grad_with_unused_inputs_and_a_freed_graph():
+    from lucid.func import vmap
+    x, w, z, outs = graph(lucid)
+    g, gz = vmap(lambda v: grad(outs[0], (x, z), v, retain_graph=True,
+                                materialize_grads=True))(lucid.tensor(VN))
+    assert g.shape == (5, 3, 4) and gz.shape == (5, 2)     # vmap's out_dims expand the zeros
+    np.testing.assert_array_equal(gz.numpy(), 0.0)
+    seen = []
+    vmap(lambda v: seen.append(grad(outs[0], (x, z), v, retain_graph=True,
+                                    allow_unused=True)) or v)(lucid.tensor(VN))
+    assert seen[0][1] is None and seen[0][0].shape == (3, 4)  # logical, inside vmap
+    vmap(lambda v: grad(outs[0], x, v))(lucid.tensor(VN))      # frees the graph at the end
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        grad(outs[0], x, lucid.tensor(VN[0]))

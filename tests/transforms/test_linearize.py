@@ -5,10 +5,17 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import lucid
-from lucid.func import jacfwd, linearize, vmap
+from lucid.func import jacfwd, jvp, linearize, vmap
+
+try:
+    import torch
+except ImportError:          # the PyTorch comparisons say why they did not run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed; "
+                                 "pip install torch==2.13.0 to compare with PyTorch")
 
 RNG = np.random.default_rng(11)
 XN = RNG.standard_normal(3)
@@ -34,6 +41,7 @@ def leaves(tree):
     return [tree]
 
 
+@needs_torch
 def test_output_and_jvps_equal_torch_for_pytree_outputs_and_two_primals():
     x, y = lucid.tensor(XN), lucid.tensor(YN)
     out, jvp_fn = linearize(f(lucid), x, y)
@@ -51,6 +59,7 @@ def test_output_and_jvps_equal_torch_for_pytree_outputs_and_two_primals():
             np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-12)
 
 
+@needs_torch
 def test_pytree_primals_and_one_tensor_output():
     x, y = lucid.tensor(XN), lucid.tensor(YN)
     g = lambda pair: (pair[0] * pair[1]).tanh()
@@ -61,6 +70,20 @@ def test_pytree_primals_and_one_tensor_output():
     got = jvp_fn((lucid.tensor(un), lucid.tensor(vn)))
     np.testing.assert_allclose(got.numpy(), tjvp_fn((torch.tensor(un), torch.tensor(vn))).numpy(),
                                rtol=1e-12)
+
+
+def test_jvp_fn_equals_jvp_at_the_primals():
+    x, y = lucid.tensor(XN), lucid.tensor(YN)
+    out, jvp_fn = linearize(lambda a, b: ((a * b).tanh(), a.exp()), x, y)
+    un, vn = lucid.tensor(RNG.standard_normal(3)), lucid.tensor(RNG.standard_normal((2, 3)))
+    value, want = jvp(lambda a, b: ((a * b).tanh(), a.exp()), (x, y), (un, vn))
+    for a, b in zip(jvp_fn(un, vn), want):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for a, b in zip(out, value):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(RuntimeError, match="tangent:1 with shape \\(3,\\) in flattened pytree "
+                                           "doesn't match the shape \\(2, 3\\)"):
+        jvp_fn(un, un)
 
 
 def test_vmap_over_jvp_fn_is_the_jacobian():
@@ -80,6 +103,7 @@ def test_results_are_differentiable_when_primals_require_grad():
     assert x.grad is None
 
 
+@needs_torch
 def test_tangent_errors_as_torch_and_nothing_modified():
     x, y = lucid.tensor(XN), lucid.tensor(YN)
     _, jvp_fn = linearize(f(lucid), x, y)
