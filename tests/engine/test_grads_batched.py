@@ -144,6 +144,12 @@ def test_gradient_edge_inputs():
     (ref,) = grad(y, h, v, retain_graph=True, is_grads_batched=True)
     np.testing.assert_allclose(g.numpy(), ref.numpy())
     np.testing.assert_allclose(ref.numpy(), VN[:, :, None] * 2 * np.sin(XN))
+    cts = lucid.tensor(RNG.standard_normal((5, 3, 4)))          # an edge as the output
+    (from_edge,) = grad(get_gradient_edge(h), x, cts, retain_graph=True, is_grads_batched=True)
+    np.testing.assert_allclose(from_edge.numpy(), cts.numpy() * np.cos(XN))
+    with pytest.raises(RuntimeError, match="grad_output\\[0\\] has a shape of \\(4,\\)"):
+        grad(get_gradient_edge(h), x, lucid.zeros(5, 4, dtype=lucid.float64),
+             is_grads_batched=True)
 
 
 def test_an_empty_batch_gives_empty_results():
