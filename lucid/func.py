@@ -11,6 +11,7 @@
     jacrev(f, argnums=0, has_aux=False)(*args)      -> Jacobian by reverse mode (rows)
     jacfwd(f, argnums=0, has_aux=False)(*args)      -> Jacobian by forward mode (columns)
     hessian(f, argnums=0)(*args)                    -> jacfwd(jacrev(f))
+    linearize(f, *primals)                          -> (f(*primals), jvp_fn): J @ tangents
 
 argnums is an int (the result is one tensor) or a tuple of ints (a tuple, one per position).
 A Jacobian block has shape output.shape + input.shape; several outputs give a tuple over them.
@@ -37,6 +38,7 @@ import numpy as np
 from . import _core
 from ._grad_mode import enable_grad
 from ._batching import vmap, register_vmap_rule
+from ._linearize import linearize
 from ._batching import transforms as _batching
 from .autograd import forward_ad
 from .autograd._aliases import (
@@ -49,7 +51,7 @@ from .autograd._structures import (
 )
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "register_vmap_rule"]
+           "register_vmap_rule", "linearize"]
 
 
 def __dir__():

@@ -9,7 +9,7 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 from ._core import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "register_vmap_rule"]
+           "register_vmap_rule", "linearize"]
 
 _P = ParamSpec("_P")
 _Aux = TypeVar("_Aux")
@@ -120,3 +120,7 @@ def vmap(func: Callable[_P, _Out], in_dims: _InDims = 0, out_dims: Any = 0,
 # register_vmap_rule: rule(info, in_dims, *args, **kwargs) -> (outputs, out_dims) batches op
 def register_vmap_rule(op: Callable[_P, _Out],
                        rule: Callable[..., tuple[Any, Any]]) -> Callable[_P, _Out]: ...
+
+# linearize: (func(*primals), jvp_fn); jvp_fn(*tangents) is J(primals) @ tangents, shaped like
+# func's output (a Tensor or a pytree of them)
+def linearize(func: Callable[..., _Out], *primals: Any) -> tuple[_Out, Callable[..., _Out]]: ...

@@ -11,6 +11,7 @@ the first failure and its sample.
 """
 import gc
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -23,13 +24,14 @@ from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 __all__ = ["opcheck", "OpCheckError", "OpCheckReport", "CheckResult", "CHECKS"]
 
 # The names of the checks opcheck runs; its report lists them in this order.
-CHECKS = ("inputs_not_modified", "gradcheck", "gradgradcheck", "forward_ad",
+CHECKS = ("inputs_not_modified", "gradcheck", "gradgradcheck", "forward_ad", "vmap",
           "float32_matches_float64",
           "non_contiguous_inputs", "zero_dim_inputs", "no_graph_under_no_grad",
           "inplace_change_of_saved_input", "freed_after_backward", "thread_safety")
 
 FLOAT32_RTOL, FLOAT32_ATOL = 2e-4, 2e-5       # float32 against float64, relative to the scale
 LAYOUT_RTOL, LAYOUT_ATOL = 1e-9, 1e-12         # same float64 values, another memory layout
+VMAP_SCALES = (1.0, 0.75, 0.5)                 # the vmap check's batch: the sample's floats scaled
 
 
 class OpCheckError(AssertionError):
@@ -174,6 +176,13 @@ def _tensor_outputs(result):
     return [o for o in items if isinstance(o, _core.Tensor)]
 
 
+def _batched_outputs(result):
+    """The tensors among result's items under vmap (BatchedTensors or tensors), as a tuple."""
+    from ._batching.transforms import tensor_or_batched
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return tuple(o for o in items if tensor_or_batched(o))
+
+
 def _cotangents(outputs):
     """A fixed random gradient per output (the same values whatever the output's dtype)."""
     rng = np.random.default_rng(1234)
@@ -224,6 +233,20 @@ def _describe(sample):
         else:
             parts.append(repr(a))
     return ", ".join(parts)
+
+
+def _is_vmap_unsupported(error):
+    """Is error a Function's refusal of vmap (neither a vmap staticmethod nor
+    generate_vmap_rule)?"""
+    text = str(error)
+    return "does not have vmap support" in text or "must override the setup_context" in text
+
+
+def _op_name(fn):
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, type):
+        return f"{owner.__name__}.{getattr(fn, '__name__', 'apply')}"
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
 def _is_jvp_missing(error):
@@ -312,6 +335,41 @@ class _Op:
             if outputs and all(fwAD.unpack_dual(o).tangent is None for o in outputs):
                 raise RuntimeError("the op does not implement forward-mode AD: its outputs "
                                    "carry no tangent when its inputs do")
+
+    def vmap(self, sample):
+        """lucid.func.vmap of the op over a batch of 3 (every tensor argument stacked at dim 0:
+        the sample's float tensors scaled by VMAP_SCALES, the others repeated) equals the loop
+        of the op over the batch; 'not supported' for a Function that does not say how it
+        batches (no vmap staticmethod, no generate_vmap_rule)."""
+        from .func import vmap
+        elements = [_fresh(sample, layout=lambda a, s=s: np.asarray(a * s, a.dtype),
+                           requires_grad=False)[0]
+                    for s in VMAP_SCALES]
+        stacked = [_core.stack([e[i] for e in elements], 0) if isinstance(a, _core.Tensor)
+                   else a for i, a in enumerate(elements[0])]
+        in_dims = tuple(0 if isinstance(a, _core.Tensor) else None for a in stacked)
+        expected = [_tensor_outputs(self.fn(*e)) for e in elements]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = vmap(lambda *a: _batched_outputs(self.fn(*a)), in_dims)(*stacked)
+            except Exception as e:                       # noqa: BLE001  (reported)
+                if isinstance(e, RuntimeError) and _is_vmap_unsupported(e):
+                    raise _Skip(f"not supported: {e}") from None
+                hint = (" (an op that takes only Tensors needs a batching rule: "
+                        "lucid.func.register_vmap_rule)" if isinstance(e, TypeError) else "")
+                raise _Fail(f"{_op_name(self.fn)} raised under vmap: {type(e).__name__}: "
+                            f"{e}{hint}") from None
+        got = [np.array(o.detach().numpy()) for o in result]
+        want = [np.stack([np.array(outs[k].detach().numpy()) for outs in expected])
+                for k in range(len(expected[0]))]
+        problem = _mismatch(got, want, LAYOUT_RTOL, LAYOUT_ATOL, "vmapped output")
+        if problem:
+            raise _Fail(f"{_op_name(self.fn)} under vmap: {problem} (against the loop over the "
+                        f"batch of {len(VMAP_SCALES)})")
+        fallbacks = sorted({str(w.message).split(";")[0] for w in caught
+                            if "has no batching rule" in str(w.message)})
+        return "; ".join(fallbacks) if fallbacks else f"batch of {len(VMAP_SCALES)}"
 
     def float32_matches_float64(self, sample):
         args64, inputs64 = _fresh(sample, np.float64)

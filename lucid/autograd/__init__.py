@@ -1,5 +1,6 @@
 """lucid.autograd: backward(), grad(), custom Functions, gradient checks and anomaly mode."""
 from .._core import Node, AccumulateGrad, backward, grad
+from . import _batched_grad  # noqa: F401  (installs grad's batched calls)
 from .function import Function, FunctionCtx, PythonBackwardNode, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .anomaly import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,

@@ -2,8 +2,10 @@
 import numpy as np
 
 from .. import _core
+from .._batching import transforms as _batching
 from .._grad_mode import enable_grad, no_grad
 from ._structures import check_callable
+from ._gradcheck_batched import batched_grad_check
 from ._gradcheck_fast import fast_check, undefined_grad_check, zero_grad_output_check
 
 
@@ -181,7 +183,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
 
 class _Options:
     """gradcheck's keywords beyond the tolerances, checked once."""
-    __slots__ = ("nondet_tol", "undefined_grad", "grad_dtypes", "fast")
+    __slots__ = ("nondet_tol", "undefined_grad", "grad_dtypes", "fast", "batched")
 
 
 def _flag(value, keyword, name):
@@ -192,7 +194,7 @@ def _flag(value, keyword, name):
 
 def _options(name, nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
              fast_mode, masked):
-    """The checked keywords: TypeError for a wrong type, ValueError naming what needs vmap."""
+    """The checked keywords: TypeError for a wrong type, ValueError for a wrong value."""
     options = _Options()
     if isinstance(nondet_tol, bool) or not isinstance(nondet_tol, (int, float, np.integer,
                                                                     np.floating)):
@@ -203,9 +205,7 @@ def _options(name, nondet_tol, check_undefined_grad, check_grad_dtypes, check_ba
     options.undefined_grad = _flag(check_undefined_grad, "check_undefined_grad", name)
     options.grad_dtypes = _flag(check_grad_dtypes, "check_grad_dtypes", name)
     options.fast = _flag(fast_mode, "fast_mode", name)
-    if _flag(check_batched_grad, "check_batched_grad", name):
-        raise ValueError(f"{name}: check_batched_grad=True needs vmap, which lucid does not "
-                         "have yet; pass check_batched_grad=False")
+    options.batched = _flag(check_batched_grad, "check_batched_grad", name)
     if masked is not None:
         _flag(masked, "masked", name)       # lucid has no sparse tensors: dense is unmasked
     return options
@@ -222,8 +222,9 @@ def _default_options():
 
 
 def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
-               check_backward_ad, name, options=None):
-    """gradcheck for the public function name (the name its errors give)."""
+               check_backward_ad, name, options=None, batched_fn=None):
+    """gradcheck for the public function name (the name its errors give); batched_fn: fn's
+    form that runs under vmap, for check_batched_grad, when fn itself cannot."""
     options = _default_options() if options is None else options
     check_callable(fn, "fn", name)
     _check_tolerances(eps, atol, rtol, name)
@@ -245,6 +246,8 @@ def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
         message = zero_grad_output_check(fn, inputs)
     if message is None and check_backward_ad and options.undefined_grad:
         message = undefined_grad_check(fn, inputs)
+    if message is None and check_backward_ad and options.batched:
+        message = batched_grad_check(fn, inputs, _differentiable(inputs), batched_fn)
     if message is None:
         return True
     if raise_exception:
@@ -336,8 +339,21 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
             return _core.grad(tuple(outs), tuple(xs[i] for i in wanted), tuple(vs),
                               create_graph=True, allow_unused=True, materialize_grads=True)
 
+    def first_derivatives_under_vmap(*args):
+        from .. import func
+        xs, vs = args[:n], args[n:]
+
+        def outputs_of(*diff):
+            substituted = list(xs)
+            for i, d in zip(wanted, diff):
+                substituted[i] = d
+            value = fn(*substituted)
+            items = value if isinstance(value, (tuple, list)) else (value,)
+            return tuple(o for o in items if _batching.tensor_or_batched(o) and o.requires_grad)
+        return func.vjp(outputs_of, *(xs[i] for i in wanted))[1](tuple(vs))
+
     return _gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
-                      raise_exception, fwd, rev, name, options)
+                      raise_exception, fwd, rev, name, options, first_derivatives_under_vmap)
 
 
 def _random_grad_output(rng, shape, non_contiguous):

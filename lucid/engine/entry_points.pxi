@@ -194,9 +194,47 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                     PyThread_release_lock(lock)
 
 
+cdef object batched_grad = None      # lucid/autograd/_batched_grad.py's batched_grad
+
+
+def _set_batched_grad(fn):
+    """Install the Python entry of grad's batched calls (once, at lucid.autograd's import)."""
+    global batched_grad
+    batched_grad = fn
+
+
+cdef bint batched_cotangents(object grad_outputs):
+    """Are some of grad_outputs BatchedTensors of this thread's active vmap?"""
+    if batched_operand(grad_outputs):
+        return True
+    if lucid_batch_levels_any != 0 and isinstance(grad_outputs, (tuple, list)):
+        for g in grad_outputs:
+            if batched_operand(g):
+                return True
+    return False
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
-    """The gradients of outputs with respect to inputs, as a tuple; writes no .grad."""
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, as a tuple; writes no .grad;
+    is_grads_batched: every grad_output has a leading batch dim, each result one too."""
+    if is_grads_batched is not False or batched_cotangents(grad_outputs):
+        return batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                            allow_unused, is_grads_batched, materialize_grads)
+    return engine_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                       materialize_grads)
+
+
+def _engine_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+                 allow_unused=None, materialize_grads=False):
+    """grad without a batch: one engine pass (the batched calls' per-element step)."""
+    return engine_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                       materialize_grads)
+
+
+cdef object engine_grad(object outputs, object inputs, object grad_outputs, object retain_graph,
+                        object create_graph, object allow_unused, object materialize_grads):
+    """grad's one engine pass."""
     cdef tuple outs = as_tensor_tuple(outputs, "outputs", "grad")
     cdef tuple wanted = as_tensor_tuple(inputs, "inputs", "grad")
     if allow_unused is None:

@@ -10,7 +10,7 @@ import pytest
 
 import lucid
 from lucid.autograd import gradcheck, gradgradcheck
-from lucid.testing import opcheck
+from lucid.testing import OpCheckError, opcheck
 from support.paths import ROOT
 
 pytest.importorskip("Cython", reason="building a native extension needs Cython")
@@ -87,7 +87,10 @@ def test_native_square_in_a_graph(square_module):
 
 def test_native_square_passes_opcheck(square_module):
     x = lucid.tensor(np.random.default_rng(0).standard_normal((3, 4)), dtype=lucid.float64)
-    report = opcheck(square_module.square, [(x,)])
+    with pytest.raises(OpCheckError, match="square raised under vmap: TypeError") as info:
+        opcheck(square_module.square, [(x,)])          # typed `Tensor x` and no batching rule
+    report = info.value.report
+    assert {r.check for r in report.failed()} == {"vmap"}, report
     assert report.status("forward_ad") == "skipped"            # no native jvp rule
     assert report.status("inplace_change_of_saved_input") == "passed"
     assert report.status("freed_after_backward") == "passed"
@@ -190,9 +193,14 @@ def test_the_package_module_of_the_docs_builds_and_passes_opcheck(cache, tmp_pat
     path.write_text(source)
     module = cpp_extension.load("lucid_cube", [path], build_directory=cache)
     x = lucid.tensor(np.linspace(-2, 2, 12).reshape(3, 4), dtype=lucid.float64)
-    report = opcheck(module.cube, [(x,), (lucid.tensor(0.7, dtype=lucid.float64),)])
+    samples = [(x,), (lucid.tensor(0.7, dtype=lucid.float64),)]
+    with pytest.raises(OpCheckError, match="cube raised under vmap: TypeError"):
+        opcheck(module.cube, samples)                  # no batching rule yet
+    from lucid.func import register_vmap_rule
+    cube = register_vmap_rule(module.cube, lambda info, in_dims, t: (cube(t), in_dims[0]))
+    report = opcheck(cube, samples)                    # with its rule (the page's section 6b)
     assert report.status("forward_ad") == "skipped"
-    assert all(report.status(c) == "passed" for c in ("gradcheck", "gradgradcheck",
+    assert all(report.status(c) == "passed" for c in ("gradcheck", "gradgradcheck", "vmap",
                                                       "float32_matches_float64",
                                                       "inplace_change_of_saved_input"))
 

@@ -40,9 +40,12 @@ def test_softplus_function_of_the_docs_passes():
     print(report)
     got = statuses(report)
     assert got.pop("forward_ad") == "skipped"                  # it has no jvp
+    assert got.pop("vmap") == "skipped"                        # nor a way to batch
     assert set(got.values()) == {"passed"}, got
     forward = [r for r in report.results if r.check == "forward_ad"]
     assert all("does not implement jvp" in r.detail for r in forward)
+    batched = [r for r in report.results if r.check == "vmap"]
+    assert all(r.detail.startswith("not supported") for r in batched)
 
 
 def test_split_halves_of_the_docs_passes():
@@ -50,6 +53,7 @@ def test_split_halves_of_the_docs_passes():
     report = opcheck(SplitHalves.apply, [(f64(6),), (f64(4, 3, seed=2),)])
     got = statuses(report)
     assert got.pop("forward_ad") == "skipped"
+    assert got.pop("vmap") == "skipped"
     # the outputs are halves: no 0-d inputs implied; the backward only concatenates gradients
     assert got.pop("zero_dim_inputs") == "skipped"
     assert got.pop("inplace_change_of_saved_input") == "skipped"
@@ -62,9 +66,11 @@ def test_native_softplus_example_passes():
     except ImportError as e:        # not installed, or built against another lucid
         pytest.skip(f"examples/native_op is not built for this lucid ({e}); build it with "
                     "pip install --no-build-isolation examples/native_op")
-    report = opcheck(softplus, [(f64(3, 4) * 5,), (f64(7, seed=3),)])
-    print(report)
-    got = statuses(report)
+    with pytest.raises(OpCheckError, match="softplus raised under vmap: TypeError") as info:
+        opcheck(softplus, [(f64(3, 4) * 5,), (f64(7, seed=3),)])
+    print(info.value.report)
+    got = statuses(info.value.report)
+    assert got.pop("vmap") == "failed"             # a typed native op with no batching rule
     assert got.pop("forward_ad") == "passed"                   # the example has a native jvp
     assert set(got.values()) == {"passed"}, got
 
@@ -72,10 +78,38 @@ def test_native_softplus_example_passes():
 SAMPLES = [(f64(3, 4),), (f64(5, seed=1),)]
 
 
-def test_a_correct_op_with_jvp_passes_every_check():
-    report = opcheck(Square.apply, SAMPLES, check_forward_ad=True)
+class VmapSquare(Function):
+    """y = x*x in the setup_context style, with a jvp and generate_vmap_rule: every check
+    applies."""
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x * x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2.0 * g * x
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * t
+
+
+def test_a_correct_op_with_jvp_and_a_vmap_rule_passes_every_check():
+    report = opcheck(VmapSquare.apply, SAMPLES, check_forward_ad=True)
     assert statuses(report) == {check: "passed" for check in CHECKS}
     assert report.ok and "thread_safety" in str(report)
+    got = statuses(opcheck(Square.apply, SAMPLES, check_forward_ad=True))
+    assert got.pop("vmap") == "skipped"                  # Square says nothing of vmap
+    assert set(got.values()) == {"passed"}, got
 
 
 def test_samples_are_not_modified():

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 import lucid
+from lucid._batching import BatchedTensor
 
 MODULES = [
     "lucid", "lucid.linalg", "lucid.func", "lucid.autograd", "lucid.autograd.functional",
@@ -84,7 +85,7 @@ class UserFunctionRefused(Exception):
 
 
 def user_tensor(x):
-    if not isinstance(x, lucid.Tensor):
+    if not isinstance(x, (lucid.Tensor, BatchedTensor)):       # a tensor, also under vmap
         raise UserFunctionRefused(f"the user function got {type(x).__name__}")
     return x
 
@@ -169,6 +170,7 @@ CALLS = {
     "lucid.linalg.cross": Call(lambda: [lucid.tensor([1.0, 2.0, 3.0]), lucid.tensor([0.0, 1.0, 0.0])]),
     "lucid.func.vjp": Call(lambda: [elementwise, grad_mat()]),
     "lucid.func.jvp": Call(lambda: [elementwise, (mat(),), (mat(),)]),
+    "lucid.func.linearize": Call(lambda: [elementwise, mat()]),
     "lucid.func.grad": Call(lambda: [total]),
     "lucid.func.grad_and_value": Call(lambda: [total]),
     "lucid.func.hessian": Call(lambda: [total]),

@@ -1,0 +1,71 @@
+"""gradcheck's check_batched_grad: for each output, the vjps of a batch of random cotangents
+computed batched (lucid.func.vmap over fn's vjp, so every backward formula, a custom Function's
+backward included, runs on batched gradients) equal the loop over the batch (autograd.grad with
+is_grads_batched, one engine pass per cotangent)."""
+import numpy as np
+
+from .. import _core
+
+BATCH = 2
+
+_WHY = ("check_batched_grad runs fn's vjp under lucid.func.vmap with a batch of cotangents: an op "
+        "or custom Function whose forward or backward cannot run under vmap (no batching rule, "
+        "no vmap staticmethod or generate_vmap_rule, data-dependent Python control flow) fails "
+        "it; pass check_batched_grad=False to skip the check")
+
+
+def batched_grad_check(fn, inputs, wanted, batched_fn=None):
+    """The first failure of the batched-gradient check (None when it passes); batched_fn: fn's
+    form that can run under vmap, when fn itself cannot."""
+    from .._core import grad
+    from .gradcheck import _tensor_outputs
+    batched_fn = fn if batched_fn is None else batched_fn
+    diff = tuple(inputs[i] for i in wanted)
+    rng = np.random.default_rng(0)
+    with _enable_grad():
+        outputs = _tensor_outputs(fn, inputs)
+    for r, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue
+        cotangents = _core._from_array(
+            rng.standard_normal((BATCH,) + tuple(out.shape)).astype(np.dtype(out.dtype)))
+        with _enable_grad():
+            looped = grad(out, diff, cotangents, retain_graph=True, allow_unused=True,
+                          is_grads_batched=True)
+        try:
+            batched = _vmapped_vjp(batched_fn, inputs, wanted, r)(cotangents)
+        except RuntimeError as e:
+            return f"While computing batched gradients, got: {e}\n\n{_WHY}"
+        for col, (a, b) in enumerate(zip(batched, looped)):
+            a = a.detach().numpy()
+            b = np.zeros(a.shape) if b is None else b.detach().numpy()
+            if not np.allclose(a, b):
+                return (f"While checking batched gradients (check_batched_grad) for output {r} "
+                        f"and input {wanted[col]}: the vjps of {BATCH} cotangents computed "
+                        f"under vmap differ from the loop over them.\nbatched:\n{a}\nloop:\n{b}"
+                        f"\n\n{_WHY}")
+    return None
+
+
+def _enable_grad():
+    from .._grad_mode import enable_grad
+    return enable_grad()
+
+
+def _vmapped_vjp(fn, inputs, wanted, r):
+    """cotangents -> the vjps of fn's output r with respect to inputs[wanted], vmapped over the
+    cotangents' first dim."""
+    from .. import func
+    from .._batching import transforms
+
+    def output_r(*diff):
+        args = list(inputs)
+        for i, d in zip(wanted, diff):
+            args[i] = d
+        value = fn(*args)
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        return [o for o in items if transforms.tensor_or_batched(o)][r]
+
+    def vjp_of(v):
+        return func.vjp(output_r, *(inputs[i] for i in wanted))[1](v)
+    return func.vmap(vjp_of)
