@@ -23,6 +23,7 @@ CPU).
 import functools
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy
@@ -131,6 +132,20 @@ class BuildExtRemembering(build_ext):
         shutil.copy2(target, kept)
 
 
+def compiler_is_gcc():
+    """The C compiler setuptools will call is GCC (link-time optimisation is set up for it)."""
+    import sysconfig
+    command = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "").split()
+    if not command:
+        return False
+    try:
+        out = subprocess.run([command[0], "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Free Software Foundation" in out and "clang" not in out.lower()
+
+
 if sys.platform == "win32":                      # MSVC: debug info only with /Zi
     COMPILE_ARGS = ["/Od", "/Zi"] if DEBUG else ["/O2"]
     LINK_ARGS = []
@@ -149,6 +164,14 @@ else:
     COMPILE_ARGS = (["-O0", "-g"] if DEBUG else ["-O3", "-g0", "-fno-trapping-math"]) + \
         ["-ffp-contract=off"] + GCC14_ERRORS
     LINK_ARGS = ["-s"] if not DEBUG and sys.platform.startswith("linux") else []
+    if not DEBUG and compiler_is_gcc():
+        # Link-time optimisation, for build time: each module's C file is compiled to GCC's IR
+        # (quick), and the optimising code generation runs at link time in parallel partitions
+        # (-flto=auto: one job per core). A one-file edit of the core rebuilds in about 0.6 of
+        # the time of a plain -O3 compile on two cores; the code generated is as fast (Note
+        # [Build time] in docs/design.md).
+        COMPILE_ARGS += ["-flto=auto"]
+        LINK_ARGS += ["-flto=auto", "-O3", "-fno-trapping-math", "-ffp-contract=off"]
     if SANITIZE:
         # -fno-sanitize-recover: the first report ends the process, so a finding fails the run
         SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
