@@ -1,7 +1,9 @@
-"""vmap of every registered op against a loop: each sample call of tests/support/vmap_rows.py,
-batched over each tensor argument in turn (in_dims 0), over its first one at another dim, and
-over all of them, equals the op run once per batch element and stacked (tuples keep their type).
-No case may use the fallback loop (every op has a batching rule); the ops vmap cannot batch raise.
+"""vmap of every registered op against a loop: each sample call of tests/support/vmap_rows.py
+(and the Tensor method and in-place spellings of the ops that have them), batched over each
+tensor argument in turn (in_dims 0), over its first one at another dim, over all of them, and
+by vmap(vmap(f)) over all, equals the op run once per batch element and stacked (tuples keep
+their type). No case may use the fallback loop (every op has a batching rule); an in-place form
+of a tensor that is not batched, and the ops vmap cannot batch, raise.
 """
 import importlib
 
@@ -11,7 +13,8 @@ import pytest
 import lucid
 import lucid._core as core
 from support import vmap_rows
-from support.vmap_samples import B, Call, assert_matches, batched, looped, rng_for
+from support.vmap_samples import (B, Call, assert_matches, batched, looped, nested, regrouped,
+                                  rng_for)
 
 dispatch = importlib.import_module("lucid._batching.dispatch")   # not lucid.func.dispatch
 REGISTRY = {op.name: op for op in core.registered_ops()}
@@ -74,6 +77,7 @@ def _configs(call):
     if n > 1:
         out.append(("all", (0,) * n))
         out.append(("all@-1", (0,) * (n - 1) + (-1,)))
+    out.append(("nested", None))         # vmap(vmap(f)) over every argument, batch (2, B)
     return out
 
 
@@ -104,23 +108,46 @@ CASES = [(call, label, dims) for call in vmap_rows.CALLS + _method_calls() + _in
          for label, dims in _configs(call)]
 
 
+def _nested_inputs(call, seed, outer=2):
+    rng = rng_for(seed)
+    args, per_element = [], [[] for _ in range(outer * B)]
+    for leaf in call.leaves():
+        values, stacked = nested(leaf, rng, outer)
+        args.append(stacked)
+        for e, v in zip(per_element, values):
+            e.append(v)
+    return args, per_element
+
+
+def _vmapped(f, dims):
+    """vmap(f, dims), or vmap(vmap(f)) for the nested case (dims None)."""
+    if dims is None:
+        return lucid.func.vmap(lucid.func.vmap(f))
+    return lucid.func.vmap(f, in_dims=dims)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
 def test_vmap_equals_the_loop(case):
     call, label, dims = case
     f = call.bound()
-    args, per_element = _inputs(call, dims, _ids(case))
-    expected = looped(f, per_element)
+    if dims is None:
+        args, per_element = _nested_inputs(call, _ids(case))
+        expected = regrouped(looped(f, per_element), (2, B))
+    else:
+        args, per_element = _inputs(call, dims, _ids(case))
+        expected = looped(f, per_element)
     refused = vmap_rows.MOVED_BATCH_REFUSED.get(call.name)
-    if call.label.endswith("_") and dims[0] is None:
+    first = 0 if dims is None else dims[0]
+    if call.label.endswith("_") and first is None:
         refused = "writes a batched value into a tensor that is not batched"
-    elif refused is None or dims[0] in (0, None):
+    elif refused is None or first in (0, None):
         refused = None
     if refused:
         with pytest.raises(RuntimeError, match=refused):
-            lucid.func.vmap(f, in_dims=dims)(*args)
+            _vmapped(f, dims)(*args)
         return
     before = sum(dispatch.fallback_counts.values())
-    got = lucid.func.vmap(f, in_dims=dims)(*args)
+    got = _vmapped(f, dims)(*args)
     assert sum(dispatch.fallback_counts.values()) == before, "the op ran the fallback loop"
     assert_matches(got, expected, _ids(case))
 

@@ -143,6 +143,21 @@ def batched(leaf, rng, in_dim):
     return values, lucid.tensor(stacked)
 
 
+def nested(leaf, rng, outer):
+    """(outer * B values of leaf, the tensor of them with the batch dims (outer, B) leading)."""
+    values = [leaf.make(rng) for _ in range(outer * B)]
+    stacked = np.stack([v.numpy() for v in values]).reshape((outer, B) + leaf.shape)
+    return values, lucid.tensor(stacked)
+
+
+def regrouped(expected, batch):
+    """stack_results' result with its leading dim split into the batch dims."""
+    if isinstance(expected, tuple):
+        kind, parts = expected
+        return kind, [regrouped(p, batch) for p in parts]
+    return expected.reshape(batch + expected.shape[1:])
+
+
 def looped(f, per_element):
     """f on each element's arguments, the results stacked (tuples elementwise, their type kept)."""
     return stack_results([f(*args) for args in per_element])
