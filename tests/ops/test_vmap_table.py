@@ -183,3 +183,10 @@ def test_an_op_answering_a_python_value_answers_for_the_logical_tensor(name):
     seen = []
     lucid.func.vmap(lambda x: (seen.append(f(x)), x)[1])(*args)
     assert seen == [f(*per_element[0])]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_op_has_a_batching_rule(name):
+    if not dispatch._FAMILY_OF:
+        dispatch._load_families()
+    assert dispatch._rule_of(REGISTRY[name].function) is not dispatch.fallback
