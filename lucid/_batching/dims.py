@@ -6,8 +6,9 @@ position in its result), then offset by the number of batch dims. Several tensor
 """
 from .. import _core
 from .dispatch import family, rule
-from .physical import aligned, is_batched, levels_of, logical_ndim, logical_shape, wrap
-from .reductions import shifted_dims
+from .physical import (aligned, is_batched, levels_of, logical_ndim, logical_shape,
+                       normalized_dim, wrap)
+from .reductions import on_0d, shifted_dims
 
 _DIM_PARAMS = ("dim", "dim0", "dim1", "dim2", "dims", "start_dim", "end_dim", "source",
                "destination", "axis0", "axis1")
@@ -22,22 +23,42 @@ def shift_dims(call, rank, k, extra=0):
             call.set(name, shifted_dims(d, rank + extra, k, call.name))
 
 
-def _aligned_tensors(call):
+# ops whose dims 0 and -1 name a 0-d tensor itself: run on it as a 1-element vector
+_ZERO_D = frozenset(("transpose", "swapaxes", "swapdims", "movedim", "flip", "roll", "cumsum",
+                     "cumprod", "softmax", "log_softmax", "sort", "argsort", "topk", "kthvalue",
+                     "cummax", "cummin", "logcumsumexp"))
+
+
+def _aligned_tensors(call, rank=0):
+    """Align the tensor arguments to the call's levels and one logical rank (at least rank)."""
     slots = call.tensor_slots()
     levels = levels_of([v for _, v in slots])
-    rank = max(logical_ndim(v) for _, v in slots)
+    rank = max([rank] + [logical_ndim(v) for _, v in slots])
     for slot, v in slots:
-        if is_batched(v) or len(slots) > 1:
+        if is_batched(v) or len(slots) > 1 or logical_ndim(v) < rank:
             call.put(slot, aligned(v, levels, rank=rank))
     return levels, rank
 
 
 @family("dims")
 def dims(call):
-    """An op whose dim arguments name logical dims."""
-    levels, rank = _aligned_tensors(call)
+    """An op whose dim arguments name logical dims (a 0-d input's: as a 1-element vector's)."""
+    zero_d = call.name in _ZERO_D and logical_ndim(call.first()) == 0
+    levels, rank = _aligned_tensors(call, 1 if zero_d else 0)
     shift_dims(call, rank, len(levels))
-    return wrap(call.run(), levels)
+    out = call.run()
+    return wrap(on_0d(out, len(levels)) if zero_d else out, levels)
+
+
+@rule("flatten")
+def flatten(call):
+    """flatten of a 0-d tensor is a 1-element vector; else the dims family's."""
+    x = call.first()
+    if logical_ndim(x) != 0:
+        return dims(call)
+    for name in ("start_dim", "end_dim"):
+        normalized_dim(call.get_or_default(name), 0, "flatten")
+    return wrap(_core.checked_reshape(x.value, tuple(x.value.shape) + (1,)), x.levels)
 
 
 @rule("unsqueeze")
@@ -57,6 +78,10 @@ def squeeze(call):
     shape = logical_shape(x)
     call.set_first(x.value)
     dim = call.get("dim")
+    if not shape:                       # a 0-d tensor: nothing to drop (dim 0 or -1 checked)
+        if dim is not None:
+            shifted_dims(dim, 0, k, "squeeze")
+        return wrap(_core.view(x.value, tuple(x.value.shape)), levels)
     if dim is None:
         dropped = tuple(i + k for i, s in enumerate(shape) if s == 1)
         if not dropped:

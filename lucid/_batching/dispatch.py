@@ -14,6 +14,7 @@ from .batched import BatchedTensor
 from .call import Call, op_name
 from .functions import function_call
 from .physical import aligned, levels_of, sizes_of, wrap
+from .trees import rebuild
 
 _BY_NAME = {}                 # op name -> rule(call)
 _FAMILIES = {}                # batching family -> rule(call)
@@ -162,6 +163,6 @@ def _stacked(results, shape, name):
         return _core.checked_reshape(out, shape + tuple(first.shape))
     if isinstance(first, (tuple, list)):
         parts = [_stacked([r[i] for r in results], shape, name) for i in range(len(first))]
-        return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
+        return rebuild(type(first), parts)
     raise RuntimeError(f"vmap: lucid.{name} returned a {type(first).__name__}, which cannot be "
                        "batched")

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _core
 from .batched import BatchedTensor, data_dependent
-from .dispatch import fallback, rule
+from .dispatch import rule
 from .physical import (aligned, is_batched, levels_of, logical_ndim, logical_shape,
                        normalized_dim, sizes_of, wrap)
 from .reductions import shifted_dims
@@ -110,21 +110,26 @@ def _physical_key(x, key):
     return value, tuple(aranges) + tuple(new_key), levels, move
 
 
-def _moved(out, k, move):
+def _move_order(ndim, k, move):
+    """The permutation taking the physical result of x[key] (ndim dims) to the batched one
+    (batch dims first, the index dims where the logical result has them); None: as it is."""
     if move is None:
-        return out
+        return None
+    order = list(range(ndim))
     if isinstance(move, tuple):
         _, start, m, before = move
         if before == 0 or m == 0:
-            return out
-        order = list(range(out.ndim))
+            return None
         block = order[start:start + m]
         rest = order[:start] + order[start + m:]
-        order = rest[:start + before] + block + rest[start + before:]
-        return _core.permute(out, tuple(order))
+        return tuple(rest[:start + before] + block + rest[start + before:])
     m = move
-    order = list(range(out.ndim))
-    return _core.permute(out, tuple(order[m:m + k] + order[:m] + order[m + k:]))
+    return tuple(order[m:m + k] + order[:m] + order[m + k:])
+
+
+def _moved(out, k, move):
+    order = _move_order(out.ndim, k, move)
+    return out if order is None else _core.permute(out, order)
 
 
 @rule("Tensor.__getitem__")
@@ -146,14 +151,17 @@ def setitem(call):
     from .inplace import check_batched_target
     key_tensors = [e for e in _key_tuple(key) if isinstance(e, BatchedTensor)]
     check_batched_target(x, [v] + key_tensors, "x[key] = value")
-    if key_tensors:
-        return fallback(call)
-    value, pkey, levels, move = _physical_key(x, key)
-    if move is not None:
-        return fallback(call)
-    target_rank = _core.Tensor.__getitem__(value, pkey).ndim - len(x.levels)
-    if is_batched(v):
-        v = aligned(v, x.levels, rank=target_rank)
+    for e in key_tensors:
+        if e.dtype == _core.bool_:
+            raise data_dependent("indexing with a batched boolean mask (its result's shape)")
+    value, pkey, levels, move = _physical_key(x, key)   # value is x.value: x has every level
+    target = _core.Tensor.__getitem__(value, pkey)       # the physical layout of x[key]
+    if isinstance(v, (Tensor, BatchedTensor)):
+        k = len(levels)
+        v = aligned(v, levels, rank=target.ndim - k)      # the logical layout, batch dims first
+        order = _move_order(target.ndim, k, move)
+        if order is not None:                              # back to the physical layout
+            v = _core.permute(v, tuple(order.index(i) for i in range(len(order))))
     _core.Tensor.__setitem__(value, pkey, v)
     return None
 

@@ -43,10 +43,17 @@ def _broadcast_shape(shapes):
     return tuple(out)
 
 
+def _sequence(args):
+    """The tensors of a *tensors op, given one by one or as one list or tuple."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
 @rule("broadcast_tensors")
 def broadcast_tensors(call):
     """Each tensor expanded to the batch sizes and the broadcast logical shape."""
-    tensors = list(call.args)
+    tensors = _sequence(call.args)
     levels = levels_of(tensors)
     sizes = sizes_of(levels, tensors)
     shape = _broadcast_shape([logical_shape(t) for t in tensors])
@@ -58,8 +65,7 @@ def broadcast_tensors(call):
 @rule("meshgrid")
 def meshgrid(call):
     """meshgrid(*vectors, indexing): output i varies along its own dim (xy: the first two swap)."""
-    tensors = list(call.args[0]) if len(call.args) == 1 and isinstance(call.args[0], (list, tuple)) \
-        else list(call.args)
+    tensors = _sequence(call.args)
     indexing = call.kwargs.get("indexing") or "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")

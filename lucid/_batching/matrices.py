@@ -6,20 +6,26 @@ import string
 
 from .. import _core, _ops
 from .dispatch import family, rule
-from .physical import aligned, is_batched, levels_of, logical_ndim, logical_shape, wrap
+from .physical import (aligned, is_batched, levels_of, logical_ndim, logical_shape, sizes_of,
+                       wrap)
+from .trees import rebuild
 
 
-def _matrix_operands(call, core_ranks):
+def _matrix_operands(call, core_ranks, expand=False):
     """Align the tensor arguments: each keeps core_ranks[i] trailing dims, and its leading
-    (broadcast) logical dims are padded to the longest; returns the levels."""
+    (broadcast) logical dims are padded to the longest; returns the levels. expand: every
+    operand, batched or not, gets the batch dims at their sizes (for ops whose results of one
+    operand would not be broadcast over another's batch: lstsq's rank)."""
     slots = call.tensor_slots()
     levels = levels_of([v for _, v in slots])
+    sizes = sizes_of(levels, [v for _, v in slots]) if expand else None
     leading = 0
     for i, (_, v) in enumerate(slots):
         leading = max(leading, logical_ndim(v) - _core_rank(core_ranks, i, v))
     for i, (slot, v) in enumerate(slots):
-        if is_batched(v):
-            call.put(slot, aligned(v, levels, rank=leading + _core_rank(core_ranks, i, v)))
+        if is_batched(v) or expand:
+            call.put(slot, aligned(v, levels, sizes,
+                                   rank=leading + _core_rank(core_ranks, i, v)))
     return levels
 
 
@@ -28,35 +34,67 @@ def _core_rank(core_ranks, i, v):
     return min(r, logical_ndim(v))
 
 
+def _with_batch(out, batch):
+    """A tuple result's empty 1-D placeholders (qr's Q in mode 'r', lstsq's residuals or
+    singular values when its driver gives none), which the op makes whatever the batch dims,
+    given the batch dims, as each element's placeholder stacked."""
+    if not isinstance(out, tuple) or not batch or 0 in batch:
+        return out
+    items = [_core.checked_expand(_core.checked_reshape(o, (1,) * len(batch) + (0,)),
+                                  batch + (0,))
+             if isinstance(o, _core.Tensor) and tuple(o.shape) == (0,) else o for o in out]
+    return rebuild(type(out), items)
+
+
+def _batch_of(call):
+    """The batch sizes of the call's levels (read before its operands are made physical)."""
+    values = [v for _, v in call.tensor_slots()]
+    levels = levels_of(values)
+    sizes = sizes_of(levels, values)
+    return tuple(sizes[level] for level in levels)
+
+
 @family("batched_matrix")
-def batched_matrix(call):
+def batched_matrix(call, core_ranks=(2,)):
     """An op on the last two dims of each operand (linalg: inv, det, svd, solve, ...)."""
-    levels = _matrix_operands(call, (2,))
-    return wrap(call.run(), levels)
+    batch = _batch_of(call)
+    levels = _matrix_operands(call, core_ranks)
+    return wrap(_with_batch(call.run(), batch), levels)
 
 
 @rule("linalg.lu_solve")
 def lu_solve(call):
     """lu_solve(LU, pivots, B): pivots keep one trailing dim, LU and B two."""
-    levels = _matrix_operands(call, (2, 1, 2))
-    return wrap(call.run(), levels)
+    return batched_matrix(call, (2, 1, 2))
 
 
-@rule("linalg.solve")
-def solve(call):
-    """solve(A, B): B is a vector (batch) when it is 1-D or A's shape without its last dim."""
-    a, b = call.get("A"), call.get("B")
-    a_shape, b_shape = logical_shape(a), logical_shape(b)
-    vector = len(b_shape) == 1 or (len(b_shape) == len(a_shape) - 1 and
-                                   b_shape == a_shape[:-1])
-    if vector:
-        call.set("B", _core.unsqueeze(b, -1) if not is_batched(b) else
-                 wrap(_core.unsqueeze(b.value, -1), b.levels))
-    levels = _matrix_operands(call, (2, 2))
-    out = call.run()
-    if vector:
-        out = _core.squeeze(out, -1)
-    return wrap(out, levels)
+def _solver(is_vector, doc, expand=False):
+    """The rule of a solver of A X = B whose B may be a vector (batch), as is_vector(A's logical
+    shape, B's) says: B made a one-column matrix, the column dropped from the solution."""
+    def solver(call):
+        a, b = call.get("A"), call.get("B")
+        vector = is_vector(logical_shape(a), logical_shape(b))
+        if vector:
+            call.set("B", _unsqueezed(b, -1))
+        batch = _batch_of(call)
+        levels = _matrix_operands(call, (2, 2), expand)
+        out = call.run()
+        if vector and isinstance(out, tuple):
+            out = rebuild(type(out), [_core.squeeze(out[0], -1)] + list(out[1:]))
+        elif vector:
+            out = _core.squeeze(out, -1)
+        return wrap(_with_batch(out, batch), levels)
+    solver.__doc__ = doc
+    return solver
+
+
+rule("linalg.solve")(_solver(
+    lambda a, b: len(b) == 1 or (len(b) == len(a) - 1 and b == a[:-1]),
+    "solve(A, B): B is a vector (batch) when it is 1-D or A's shape without its last dim."))
+rule("linalg.lstsq")(_solver(
+    lambda a, b: len(b) == len(a) - 1,
+    "lstsq(A, B): B is a vector (batch) when it has one dim fewer than A (PyTorch's reading).",
+    expand=True))
 
 
 def matmul_physical(a, b, op="matmul"):

@@ -8,6 +8,7 @@ broadcasting lines up batch dims with batch dims and logical dims with logical d
 """
 from .. import _core
 from .batched import BatchedTensor
+from .trees import rebuild
 
 Tensor = _core.Tensor
 
@@ -83,9 +84,7 @@ def wrap(out, levels):
         return BatchedTensor(out, levels)
     if isinstance(out, tuple):
         items = [BatchedTensor(o, levels) if isinstance(o, Tensor) else o for o in out]
-        if hasattr(out, "_fields"):         # a named tuple (sort's values/indices, ...)
-            return type(out)(*items)
-        return tuple(items)
+        return rebuild(type(out), items)     # a named result keeps its type (sort's values, ...)
     if isinstance(out, list):
         return [BatchedTensor(o, levels) if isinstance(o, Tensor) else o for o in out]
     return out

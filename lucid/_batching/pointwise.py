@@ -1,4 +1,7 @@
 """Batching rules of elementwise ops: batch dims lead, logical dims align on the right."""
+from .. import _core
+from .batched import BatchedTensor
+from .call import Call
 from .dispatch import family, rule
 from .physical import aligned, is_batched, levels_of, logical_ndim, wrap
 
@@ -20,6 +23,20 @@ def pointwise(call):
     """An elementwise op: the batched operands get the call's batch dims, all align."""
     levels = pointwise_call(call)
     return wrap(call.run(), levels)
+
+
+@rule("masked_fill")
+def masked_fill(call):
+    """masked_fill(x, mask, value); a batched (0-d) value is where(mask, value, x) in x's dtype."""
+    value = call.get("value")
+    if not is_batched(value):
+        return pointwise(call)
+    x = call.first()
+    if logical_ndim(value) != 0:
+        raise RuntimeError("masked_fill: value must be a number or a 0-d tensor, got a tensor "
+                           f"of {logical_ndim(value)} dims")
+    value = BatchedTensor(value.value.to(x.dtype), value.levels)
+    return pointwise(Call(_core.where, (call.get("mask"), value, x), None))
 
 
 @rule("allclose")

@@ -5,7 +5,9 @@ what "every element" means for all of them (sum, argmax's flat index, median, no
 """
 from .. import _core, _ops
 from .dispatch import family, rule
-from .physical import is_batched, levels_of, logical_shape, normalized_dim, wrap
+from .batched import BatchedTensor
+from .physical import aligned, is_batched, levels_of, logical_shape, normalized_dim, sizes_of, wrap
+from .trees import rebuild
 
 
 def shifted_dims(dim, rank, k, op):
@@ -15,7 +17,19 @@ def shifted_dims(dim, rank, k, op):
     return normalized_dim(dim, rank, op) + k
 
 
-def _reduce(call, default_dim=None, dim_name="dim"):
+def on_0d(out, k):
+    """The outputs of an op run on a 0-d logical tensor made a 1-element vector (dim k): each
+    output's size-1 dim k dropped again (a reduced one has none)."""
+    if isinstance(out, _core.Tensor):
+        return _core.squeeze(out, k) if out.ndim == k + 1 else out
+    if isinstance(out, tuple):
+        return rebuild(type(out), [on_0d(o, k) for o in out])
+    return out
+
+
+def _reduce(call, default_dim=None, dim_name="dim", values_only=False):
+    """The reduction on the physical value; values_only: the op without a dim returns only the
+    values that it returns with indices when given one (max, min, median)."""
     x = call.first()
     levels = levels_of([x])
     others = [v for _, v in call.tensor_slots() if v is not x]
@@ -32,11 +46,18 @@ def _reduce(call, default_dim=None, dim_name="dim"):
         call.set_first(_core.checked_reshape(value, batch + (_numel(shape),)))
         call.set(dim_name, k)
         out = call.run()
+        if values_only:
+            out = out[0]
         if keepdim:
             out = _reshape_outputs(out, batch + (1,) * rank)
         return wrap(out, levels)
+    dims = shifted_dims(dim, rank, k, call.name)
+    if rank == 0:                       # dims 0 and -1 of a 0-d tensor: the 1-element vector
+        call.set_first(_core.unsqueeze(value, k))
+        call.set(dim_name, dims)
+        return wrap(on_0d(call.run(), k), levels)
     call.set_first(value)
-    call.set(dim_name, shifted_dims(dim, rank, k, call.name))
+    call.set(dim_name, dims)
     return wrap(call.run(), levels)
 
 
@@ -50,14 +71,14 @@ def _numel(shape):
 def _reshape_outputs(out, shape):
     if isinstance(out, _core.Tensor):
         return _core.checked_reshape(out, shape)
-    items = [_core.checked_reshape(o, shape) if isinstance(o, _core.Tensor) else o for o in out]
-    return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+    return rebuild(type(out), [_core.checked_reshape(o, shape) if isinstance(o, _core.Tensor)
+                               else o for o in out])
 
 
 @family("reduction")
-def reduction(call):
+def reduction(call, values_only=False):
     """A reduction over dim (None: every logical dim)."""
-    out = _reduce(call)
+    out = _reduce(call, values_only=values_only)
     if out is None:
         from .dispatch import fallback
         return fallback(call)
@@ -71,7 +92,13 @@ def max_min(call):
     if other is not None and (is_batched(other) or isinstance(other, _core.Tensor)):
         from .pointwise import pointwise
         return pointwise(call)
-    return reduction(call)
+    return reduction(call, values_only=True)
+
+
+@rule("median", "nanmedian")
+def median(call):
+    """median(x) is the value; median(x, dim) the (values, indices) pair."""
+    return reduction(call, values_only=True)
 
 
 @rule("linalg.matrix_norm")
@@ -101,18 +128,43 @@ def _dims_call(call, default):
 
 @rule("quantile", "nanquantile")
 def quantile(call):
-    """quantile(x, q, dim): a 1-D q puts its dim first, before the batch dims: moved back."""
-    q = call.get("q")
+    """quantile(x, q, dim, keepdim): the batch levels flattened into one leading dim of size n;
+    a 1-D q puts its dim first (moved back after the batch dim). A batched q: every element's
+    levels against every element's x, an (n * len(q), n, ...) result whose diagonal is kept."""
+    x, q = call.first(), call.get("q")
+    levels = levels_of([x, q])
+    sizes = sizes_of(levels, [x, q])
+    batch = tuple(sizes[level] for level in levels)
+    n = _numel(batch)
+    shape = logical_shape(x)
+    rank = len(shape)
+    dim = call.get("dim")
+    keepdim = bool(call.get("keepdim", False))
+    value = _core.checked_reshape(aligned(x, levels, sizes), (n,) + shape)
+    if dim is None or rank == 0:
+        if dim is not None:
+            normalized_dim(dim, rank, call.name)
+        value = _core.checked_reshape(value, (n, _numel(shape)))
+        rest = (1,) * max(rank, dim is not None) if keepdim else ()   # as the op keeps them
+        call.set("dim", 1)
+        call.set("keepdim", False)
+    else:
+        d = normalized_dim(dim, rank, call.name)
+        rest = tuple(1 if keepdim and i == d else s for i, s in enumerate(shape)
+                     if keepdim or i != d)
+        call.set("dim", d + 1)
+    call.set_first(value)
+    q_shape = tuple(logical_shape(q)) if isinstance(q, (_core.Tensor, BatchedTensor)) else ()
     if is_batched(q):
-        from .dispatch import fallback
-        return fallback(call)
-    x = call.first()
-    levels = levels_of([x])
-    out = _reduce(call)
-    if isinstance(q, _core.Tensor) and q.ndim == 1:
-        value = out.value
-        out = wrap(_ops.movedim(value, 0, len(levels)), levels)
-    return out
+        call.set("q", _core.checked_reshape(aligned(q, levels, sizes), (-1,)))
+        out = call.run()                                      # (n * nq, n, *rest)
+        out = _core.checked_reshape(out, (n, _numel(q_shape), n) + rest)
+        out = _ops.movedim(_ops.diagonal(out, 0, 0, 2), -1, 0)  # (n, nq, *rest)
+    else:
+        out = call.run()
+        if q_shape:
+            out = _ops.movedim(out, 0, 1)
+    return wrap(_core.checked_reshape(out, batch + q_shape + rest), levels)
 
 
 @rule("aminmax")

@@ -83,6 +83,12 @@ def as_strided(call):
     x = call.first()
     k = len(x.levels)
     value = x.value
+    shape, strides = tuple(value.shape), tuple(value.stride())
+    span = 1 + sum((s - 1) * st for s, st in zip(shape[k:], strides[k:]))
+    if any(shape[i] > 1 and strides[i] < span for i in range(k)):
+        raise RuntimeError("vmap: as_strided needs the batch dims in front of the logical dims "
+                           "in memory (each batch element a block of its own); the input's "
+                           "batch dim is not (call .contiguous() on it first)")
     call.set_first(value)
     call.set("size", _batch(x) + _sizes(call.get("size"), "as_strided"))
     call.set("stride", tuple(value.stride()[:k]) + _sizes(call.get("stride"), "as_strided"))

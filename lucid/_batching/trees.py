@@ -1,6 +1,14 @@
 """Pytrees of vmap's inputs and outputs: tuples, lists and dicts nest; anything else is a leaf."""
 
 
+def rebuild(kind, items):
+    """A sequence of type kind holding items: a named result tuple (namedtuple, or a tuple
+    subclass such as max's (values, indices)) takes them as positional arguments."""
+    if kind is tuple or kind is list or not issubclass(kind, tuple):
+        return kind(items)
+    return kind(*items)
+
+
 def flatten(tree):
     """(leaves, spec): spec rebuilds the tree from its leaves with unflatten."""
     if isinstance(tree, (tuple, list)):
@@ -39,9 +47,7 @@ def _build(it, spec):
     items = [_build(it, s) for s in specs]
     if kind is dict:
         return dict(zip(keys, items))
-    if hasattr(kind, "_fields"):
-        return kind(*items)
-    return kind(items)
+    return rebuild(kind, items)
 
 
 def describe(spec):

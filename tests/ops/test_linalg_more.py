@@ -231,6 +231,8 @@ def test_lstsq_and_pinv_refuse_bad_arguments():
         L.lstsq(a, t64(np.ones((3, 1))), driver="gelsx")
     with pytest.raises(RuntimeError, match=r"linalg\.lstsq: A of shape \(3, 2\) and B of shape"):
         L.lstsq(a, t64(np.ones((2, 1))))
+    with pytest.raises(RuntimeError, match=r"A of shape \(2, 3, 2\) and B of shape \(3,\)"):
+        L.lstsq(t64(np.ones((2, 3, 2))), t64(np.ones(3)))   # 1-D B, two dims fewer than A
     with pytest.raises(RuntimeError, match=r"linalg\.pinv: hermitian=True needs square"):
         L.pinv(a, hermitian=True)
     with pytest.raises(TypeError, match=r"linalg\.pinv: atol must be a number or a tensor"):

@@ -27,6 +27,18 @@ cdef bint any_requires_grad(tuple args, dict kwargs):
     return False
 
 
+cdef bint any_batched(tuple args, dict kwargs):
+    """Is one of the arguments a BatchedTensor met under vmap (Note [Batch dispatch])?"""
+    for a in args:
+        if batched_operand(a):
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if batched_operand(a):
+                return True
+    return False
+
+
 cdef Tensor write_in_place(object target, object function, tuple args, dict kwargs, str name):
     """Note [In-place forms]: target = name(target, *args, **kwargs), written into its memory."""
     cdef str op = name + "_"
@@ -34,6 +46,8 @@ cdef Tensor write_in_place(object target, object function, tuple args, dict kwar
     cdef object error = readonly_error(op, self)
     if error is not None:
         raise error
+    if any_batched(args, kwargs):          # under vmap, self is not batched (a BatchedTensor's
+        raise batched_into_plain(op)       # own name_ is lucid/_batching/inplace.py)
     check_inplace(self, None, op)          # a leaf that requires grad: raise before computing
     cdef Tensor src = self
     if grad_enabled() and (self.requires_grad_c() or any_requires_grad(args, kwargs)):

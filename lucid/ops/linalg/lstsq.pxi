@@ -140,7 +140,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     cdef tuple s = a.data.shape, bs = b.data.shape
     cdef Py_ssize_t m = s[len(s) - 2], n = s[len(s) - 1]
     cdef bint vector = ndim_of(b.data) == ndim_of(a.data) - 1     # PyTorch's reading
-    if ndim_of(b.data) < 1 or bs[ndim_of(b.data) - (1 if vector else 2)] != m:
+    if ndim_of(b.data) < (1 if vector else 2) or bs[ndim_of(b.data) - (1 if vector else 2)] != m:
         raise RuntimeError(f"{op}: A of shape {s} and B of shape {bs} are incompatible: B must "
                            f"be (*, {m}, k), or (*, {m}) with one dim fewer than A")
     cdef cnp.dtype dt = result_dtype(a, b)
