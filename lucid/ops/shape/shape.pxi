@@ -256,7 +256,7 @@ def squeeze(input, dim=None):
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         axes = tuple(d for d in (normalize_dim(x, nd, "squeeze") for x in dims)
                      if nd > 0 and t.data.shape[d] == 1)
-    return view_as_shape(t, np.squeeze(t.data, axis=axes) if axes else t.data.view())
+    return view_as_shape(t, t.data.squeeze(axis=axes) if axes else t.data.view())
 define_op(squeeze, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
@@ -264,7 +264,10 @@ def unsqueeze(input, dim):
     """input with a new size-1 dim at position dim; a view."""
     cdef Tensor t = tensor_arg(input, "unsqueeze", "input")
     cdef Py_ssize_t d = normalize_dim(dim, ndim_of(t.data) + 1, "unsqueeze")
-    return view_as_shape(t, np.expand_dims(t.data, d))
+    cdef tuple shape = t.data.shape
+    # a reshape that inserts a size-1 dim is always a view (np.expand_dims is a Python function
+    # doing the same, 6x slower on small tensors)
+    return view_as_shape(t, t.data.reshape(shape[:d] + (1,) + shape[d:]))
 define_op(unsqueeze, DIMS, ANY, inplace=IN_PLACE_VIEW)
 
 
