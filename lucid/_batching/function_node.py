@@ -25,26 +25,32 @@ class BatchedCtx:
 
     def __init__(self, ctx, needs_input_grad):
         self._lucid = {"ctx": ctx, "needs": tuple(needs_input_grad), "saved": (),
-                       "levels": None, "non_diff": ()}
+                       "saved_fw": (), "in_jvp": False, "levels": None, "non_diff": ()}
 
-    def save_for_backward(self, *tensors):
+    @staticmethod
+    def _checked(tensors, what):
         for i, t in enumerate(tensors):
             if t is not None and not (type(t) is BatchedTensor or isinstance(t, _core.Tensor)):
-                raise TypeError(f"save_for_backward takes Tensors or None; argument {i} is "
+                raise TypeError(f"{what} takes Tensors or None; argument {i} is "
                                 f"{type(t).__name__} (store other values as ctx attributes)")
-        self._lucid["saved"] = tensors
+        return tensors
+
+    def save_for_backward(self, *tensors):
+        self._lucid["saved"] = self._checked(tensors, "save_for_backward")
 
     def save_for_forward(self, *tensors):
-        pass                               # forward mode through a vmapped Function: no jvp
+        self._lucid["saved_fw"] = self._checked(tensors, "save_for_forward")
 
     @property
     def saved_tensors(self):
+        """What save_for_backward got (inside jvp: save_for_forward), batched as it was."""
         state = self._lucid
+        key = "saved_fw" if state["in_jvp"] else "saved"
         if state["levels"] is None:        # in setup_context: what it saved
-            return tuple(state["saved"])
+            return tuple(state[key])
         physical = state["ctx"].saved_tensors
         out = []
-        for value, where in zip(physical, state["saved"]):
+        for value, where in zip(physical, state[key]):
             if where is None or value is None:
                 out.append(value)
             else:
@@ -76,7 +82,8 @@ def _form(cls):
         form = type(cls.__name__, (Function,), {
             "__module__": cls.__module__, "__qualname__": cls.__qualname__,
             "__doc__": f"{cls.__qualname__} under vmap (lucid/_batching/function_node.py).",
-            "forward": staticmethod(_forward), "backward": staticmethod(_backward)})
+            "forward": staticmethod(_forward), "backward": staticmethod(_backward),
+            "jvp": staticmethod(_jvp)})
         _FORMS[cls] = form
     return form
 
@@ -147,16 +154,49 @@ def _forward(ctx, spec, *physical):
         result = tuple(_physical(o, ids, sizes)
                        if type(o) is BatchedTensor or isinstance(o, _core.Tensor) else o
                        for o in outs)
-        saved = state["saved"]
-        ctx.save_for_backward(*[None if t is None else
-                                (t.value if type(t) is BatchedTensor else t) for t in saved])
+        saved, saved_fw = state["saved"], state["saved_fw"]
+        ctx.save_for_backward(*_values(saved))
+        ctx.save_for_forward(*_values(saved_fw))
         state["saved"] = tuple(None if t is None else _where(t, ids) for t in saved)
+        state["saved_fw"] = tuple(None if t is None else _where(t, ids) for t in saved_fw)
         non_diff = [r for o, r in zip(outs, result) if any(o is n for n in state["non_diff"])]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
         state["ctx"], state["non_diff"] = None, ()
     ctx._lucid_batched = (spec, batched_ctx)
     return result[0] if single else result
+
+
+def _values(tensors):
+    """The physical tensors of saved batched tensors (plain ones and None as they are)."""
+    return [None if t is None else (t.value if type(t) is BatchedTensor else t) for t in tensors]
+
+
+def _jvp(ctx, spec_tangent, *tangents):
+    """The vmapped form's jvp: cls.jvp on the batched tangents (each laid out as its input),
+    its output tangents physical like the outputs (batched at every level)."""
+    from .functions import _own
+    spec, batched_ctx = ctx._lucid_batched
+    if _own(spec.cls, "jvp") is None:
+        raise RuntimeError(f"Function {spec.cls.__name__} got an input with a forward-mode "
+                           "tangent (a dual tensor) but does not implement jvp(ctx, *tangents): "
+                           "add a @staticmethod jvp to use it under forward_ad.dual_level()")
+    state = batched_ctx._lucid
+    with _fresh(spec) as ids:
+        sizes = dict(zip(ids, spec.sizes))
+        state["ctx"], state["levels"], state["in_jvp"] = ctx, ids, True
+        try:
+            logical = [None if t is None or where is None else
+                       (BatchedTensor(t, tuple(ids[i] for i in where)) if where else t)
+                       for t, where in zip(tangents, spec.arg_levels)]
+            with _levels.dispatching():
+                got = spec.cls.jvp(batched_ctx, *logical)
+        finally:
+            state["ctx"], state["levels"], state["in_jvp"] = None, None, False
+        single = not isinstance(got, (tuple, list))
+        out = tuple(None if g is None else _physical(g, ids, sizes)
+                    for g in ((got,) if single else got))
+    return out[0] if single else out
 
 
 def _backward(ctx, *grads):

@@ -6,7 +6,9 @@ written with lucid ops, runs on the batched tensors). When the call is recorded 
 mode on and an input requires grad), one node of the Function's vmapped form
 (lucid/_batching/function_node.py) joins the physical graph: its backward runs the Function's
 backward on the batched gradients, so a gradient through the Function is its backward's, also
-inside vmap(grad(f)) and for a rule computed without lucid ops.
+inside vmap(grad(f)) and for a rule computed without lucid ops. An input with a forward-mode
+tangent records it too: the form's jvp runs the Function's jvp on the batched tangents (vmap of
+jvp, jacfwd under vmap), as torch.func does.
 """
 from .. import _core
 from . import levels as _levels
@@ -66,10 +68,21 @@ def forward_value(cls, args):
     return run_rule(cls.vmap, f"the vmap staticmethod of {cls.__name__}", args)
 
 
+def _has_tangent(args):
+    """Does a tensor argument (its physical tensor) carry a forward-mode tangent?"""
+    from ..autograd import forward_ad
+    for a in _tensors(args):
+        value = a.value if type(a) is BatchedTensor else a
+        if forward_ad.unpack_dual(value).tangent is not None:
+            return True
+    return False
+
+
 def function_call(cls, args):
-    """cls.apply(*args) with a batched argument."""
+    """cls.apply(*args) with a batched argument: recorded (for backward, or for forward mode:
+    its jvp on the batched tangents) through its vmapped form, else its outputs alone."""
     check_vmappable(cls)
-    if _recorded(args):
+    if _recorded(args) or _has_tangent(args):
         from .function_node import recorded_call
         return recorded_call(cls, args)
     return forward_value(cls, args)

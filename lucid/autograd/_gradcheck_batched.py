@@ -1,7 +1,8 @@
 """gradcheck's check_batched_grad: for each output, the vjps of a batch of random cotangents
 computed batched (lucid.func.vmap over fn's vjp, so every backward formula, a custom Function's
 backward included, runs on batched gradients) equal the loop over the batch (autograd.grad with
-is_grads_batched, one engine pass per cotangent)."""
+is_grads_batched, one engine pass per cotangent). check_batched_forward_grad: for each input, the
+jvps of a batch of random tangents under vmap equal the loop of jvps."""
 import numpy as np
 
 from .. import _core
@@ -45,6 +46,55 @@ def batched_grad_check(fn, inputs, wanted, batched_fn=None):
                         f"under vmap differ from the loop over them.\nbatched:\n{a}\nloop:\n{b}"
                         f"\n\n{_WHY}")
     return None
+
+
+_WHY_FORWARD = ("check_batched_forward_grad runs fn's jvp under lucid.func.vmap with a batch of "
+                "tangents: an op or custom Function whose forward or jvp cannot run under vmap "
+                "fails it; pass check_batched_forward_grad=False to skip the check")
+
+
+def batched_forward_grad_check(fn, inputs, wanted):
+    """The first failure of the batched forward-gradient check (None when it passes): per input
+    in wanted, the jvps of BATCH random tangents, vmapped, against one jvp per tangent."""
+    from .. import func
+    rng = np.random.default_rng(1)
+    for i in wanted:
+        x = inputs[i]
+        tangents = _core._from_array(
+            rng.standard_normal((BATCH,) + tuple(x.shape)).astype(np.dtype(x.dtype)))
+        jvp_of = _jvp_at(fn, inputs, i)
+        looped = [jvp_of(tangents[b]) for b in range(BATCH)]
+        try:
+            batched = func.vmap(jvp_of)(tangents)
+        except RuntimeError as e:
+            return f"While computing batched gradients, got: {e}\n\n{_WHY_FORWARD}"
+        for r, got in enumerate(batched):
+            a = got.detach().numpy()
+            b = np.stack([row[r].detach().numpy() for row in looped])
+            if not np.allclose(a, b):
+                return (f"While checking batched forward gradients (check_batched_forward_grad) "
+                        f"for input {i} and output {r}: the jvps of {BATCH} tangents computed "
+                        f"under vmap differ from the loop over them.\nbatched:\n{a}\nloop:\n{b}"
+                        f"\n\n{_WHY_FORWARD}")
+    return None
+
+
+def _jvp_at(fn, inputs, i):
+    """tangent -> the tangents of fn's tensor outputs for that tangent on inputs[i] (the others
+    held constant), by lucid.func.jvp."""
+    from .. import func
+    from .._batching import transforms
+
+    def at(xi):
+        args = [a.detach() if transforms.tensor_or_batched(a) else a for a in inputs]
+        args[i] = xi
+        value = fn(*args)
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        return tuple(o for o in items if transforms.tensor_or_batched(o))
+
+    def jvp_of(t):
+        return func.jvp(at, (inputs[i].detach(),), (t,))[1]
+    return jvp_of
 
 
 def _enable_grad():

@@ -5,7 +5,7 @@ from .. import _core
 from .._batching import transforms as _batching
 from .._grad_mode import enable_grad, no_grad
 from ._structures import check_callable
-from ._gradcheck_batched import batched_grad_check
+from ._gradcheck_batched import batched_forward_grad_check, batched_grad_check
 from ._gradcheck_fast import fast_check, undefined_grad_check, zero_grad_output_check
 
 
@@ -174,16 +174,19 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
     central finite differences: every Jacobian entry, or v^T J u for random u, v (fast_mode)."""
     options = _options("gradcheck", nondet_tol, check_undefined_grad, check_grad_dtypes,
                        check_batched_grad, fast_mode, masked)
-    if check_batched_forward_grad:
-        raise ValueError("gradcheck: check_batched_forward_grad=True needs vmap, which lucid "
-                         "does not have yet; pass check_batched_forward_grad=False")
+    options.batched_forward = _flag(check_batched_forward_grad, "check_batched_forward_grad",
+                                    "gradcheck")
+    if options.batched_forward and not check_forward_ad:
+        raise ValueError("gradcheck: setting check_batched_forward_grad=True requires "
+                         "check_forward_ad to be True")
     return _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
                       check_backward_ad, "gradcheck", options)
 
 
 class _Options:
     """gradcheck's keywords beyond the tolerances, checked once."""
-    __slots__ = ("nondet_tol", "undefined_grad", "grad_dtypes", "fast", "batched")
+    __slots__ = ("nondet_tol", "undefined_grad", "grad_dtypes", "fast", "batched",
+                 "batched_forward")
 
 
 def _flag(value, keyword, name):
@@ -206,6 +209,7 @@ def _options(name, nondet_tol, check_undefined_grad, check_grad_dtypes, check_ba
     options.grad_dtypes = _flag(check_grad_dtypes, "check_grad_dtypes", name)
     options.fast = _flag(fast_mode, "fast_mode", name)
     options.batched = _flag(check_batched_grad, "check_batched_grad", name)
+    options.batched_forward = False
     if masked is not None:
         _flag(masked, "masked", name)       # lucid has no sparse tensors: dense is unmasked
     return options
@@ -246,6 +250,8 @@ def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
         message = zero_grad_output_check(fn, inputs)
     if message is None and check_backward_ad and options.undefined_grad:
         message = undefined_grad_check(fn, inputs)
+    if message is None and check_forward_ad and options.batched_forward:
+        message = batched_forward_grad_check(fn, inputs, _differentiable(inputs))
     if message is None and check_backward_ad and options.batched:
         message = batched_grad_check(fn, inputs, _differentiable(inputs), batched_fn)
     if message is None:

@@ -264,17 +264,6 @@ def test_non_contiguous_input():
     np.testing.assert_array_equal(base.numpy(), np.arange(12.0).reshape(3, 4) / 7)
 
 
-@pytest.mark.parametrize("kw,word", [
-    ({"check_batched_forward_grad": True}, "check_batched_forward_grad"),
-])
-def test_what_needs_vmap_raises_value_error_naming_the_keyword(kw, word):
-    x = lucid.tensor(np.array(VALUES), requires_grad=True)
-    with pytest.raises(ValueError, match=word):
-        gradcheck(lambda t: t.sin(), (x,), **kw)
-    np.testing.assert_array_equal(x.detach().numpy(), VALUES)
-    assert x.grad is None
-
-
 def test_nothing_to_check_raises_value_error_naming_the_keywords():
     x = lucid.tensor(np.array(VALUES), requires_grad=True)
     with pytest.raises(ValueError, match="check_backward_ad"):
