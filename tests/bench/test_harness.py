@@ -95,14 +95,16 @@ def test_plot_has_a_colour_for_every_ratio_name(tmp_path):
     assert path.stat().st_size > 0
 
 
-def fake_workload(wid, name, variants=(), memory=False, nodes=None, seed=0):
-    """A workload record as run.py assembles it, with samples for every library (torch too)."""
+def fake_workload(wid, name, variants=(), memory=False, nodes=None, seed=0, lucid_scale=1.0):
+    """A workload record as run.py assembles it, with samples for every library (torch too);
+    lucid_scale scales lucid's times (small ratios print the widest intervals)."""
     results = {}
     for k, sfx in enumerate([""] + [":" + v for v in variants]):
         for j, lib in enumerate(("lucid", "numpy", "torch")):
+            scale = lucid_scale if lib == "lucid" else 1.0
             results[lib + sfx] = {"status": "ok", "samples": {
-                "fwd_ns": noisy(1e5 * (j + 1), 30, seed + 10 * k + j),
-                "bwd_ns": noisy(2e5 * (j + 1), 30, seed + 10 * k + j + 5)}}
+                "fwd_ns": noisy(1e5 * (j + 1) * scale, 30, seed + 10 * k + j),
+                "bwd_ns": noisy(2e5 * (j + 1) * scale, 30, seed + 10 * k + j + 5)}}
     wl = {"id": wid, "name": name, "metric": "fwd+bwd", "results": results,
           "targets": {"lucid/torch": 0.05, "lucid/floor": 0.9}}
     if nodes:
@@ -120,7 +122,8 @@ def test_the_report_fits_in_120_columns_with_every_column_filled():
     report = {"workloads": [
         fake_workload("W1", "deep chain", nodes=2000, seed=1),
         fake_workload("W5/AVX2", "large elementwise (NumPy AVX2)", memory=True, seed=2),
-        fake_workload("W9", "forward mode", variants=("chain-fwd", "mlp-fwd"), nodes=1000, seed=3)],
+        fake_workload("W9", "forward mode", variants=("chain-fwd", "mlp-fwd"), nodes=1000, seed=3),
+        fake_workload("W14", "mixed-op graph", variants=("1e3",), seed=5, lucid_scale=0.0137)],
         "env": {"torch": "2.13.0", "python": "3.11.7", "numpy": "2.4.6", "git": "abc1234",
                 "date_utc": "2026-12-02T00:00:00+00:00", "env": {}},
         "config": {"quick": False, "clock": "wall"}}
