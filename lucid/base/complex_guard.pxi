@@ -50,7 +50,7 @@ COMPLEX_OPS = frozenset((
 ))
 
 # the other names whose operand may be a Python complex number (operand(): the in-place forms)
-COMPLEX_NUMBER_OPS = frozenset(("add_", "sub_", "copy_", "fill_"))
+COMPLEX_NUMBER_OPS = frozenset(("add_", "sub_", "copy_", "fill_", "setitem"))
 
 # ops that order values refuse complex for good, with the exception PyTorch raises
 ORDERING_NOT_IMPLEMENTED = frozenset((

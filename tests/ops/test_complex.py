@@ -414,3 +414,18 @@ def test_casts_between_real_and_complex_match_torch_in_value_and_gradient():
         out += [y, x.grad, with_real, z.grad]
     for a, b in zip(got, want):
         assert_same(a, b)
+
+
+def test_setitem_of_complex_values_matches_torch_with_gradients():
+    got, want = [], []
+    for m, out in ((lucid, got), (torch, want)):
+        z = m.zeros(3, dtype=m.complex128, requires_grad=True)
+        v = m.tensor([2 - 1j], dtype=m.complex128, requires_grad=True)
+        y = z.clone()
+        y[0] = 1 + 1j
+        y[1:2] = v
+        g = np.array([1 + 2j, 3 - 1j, -2j])
+        y.backward(m.tensor(g) if m is lucid else torch.from_numpy(g))
+        out += [y, z.grad, v.grad]
+    for a, b in zip(got, want):
+        assert_same(a, b)
