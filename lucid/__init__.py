@@ -49,6 +49,8 @@ float64 = _core.float64
 int32 = _core.int32
 int64 = _core.int64
 bool = _core.bool_
+complex64 = cfloat = _core.complex64
+complex128 = cdouble = _core.complex128
 
 __version__ = "0.1.0"
 

@@ -26,6 +26,8 @@ _Hook = Callable[[Tensor], Tensor | None]
 
 float32: np.dtype[np.float32]
 float64: np.dtype[np.float64]
+complex64: np.dtype[np.complex64]
+complex128: np.dtype[np.complex128]
 int32: np.dtype[np.int32]
 int64: np.dtype[np.int64]
 bool_: np.dtype[np.bool_]
@@ -61,6 +63,10 @@ FLOAT: str
 FLOAT_ONLY: str
 NUMERIC: str
 ANY: str
+COMPLEX_OPS: frozenset[str]
+COMPLEX_NUMBER_OPS: frozenset[str]
+ORDERING_NOT_IMPLEMENTED: frozenset[str]
+ORDERING_RUNTIME: frozenset[str]
 
 @final
 class OpRecord:
@@ -73,6 +79,8 @@ class OpRecord:
     def batching(self) -> str: ...
     @property
     def dtypes(self) -> str: ...
+    @property
+    def complex_support(self) -> str: ...
     @property
     def method(self) -> str: ...
     @property

@@ -31,6 +31,7 @@ cnp.import_array()
 # base: grad mode, GC policy, dtypes and promotion, vectorcall helpers, the transform levels
 include "base/grad_mode.pxi"
 include "base/gc.pxi"
+include "base/complex_guard.pxi"
 include "base/dtypes.pxi"
 include "base/vectorcall.pxi"
 include "base/transform_levels.pxi"

@@ -73,6 +73,8 @@ cdef tuple shape_arg(tuple args)                 # t.flip(0, 1) and t.flip((0, 1
 cdef tuple as_shape(object shape, str op)        # shape as a tuple of sizes
 cdef cnp.dtype default_float_dtype()             # the default float dtype (Note [Default dtype])
 cdef object as_supported_dtype(object dtype, str op)   # a dtype= argument, checked
+cdef object complex_refusal(str op)              # op's error for a complex operand
+cdef int refuse_complex(str op, object x, object y) except -1   # ... raised if x or y is complex
 cdef object shape_error(str op, Tensor a, Tensor b, str what=*)   # the error of a shape mismatch
 cdef bint broadcastable(object x, object y)      # do the arrays' shapes broadcast?
 

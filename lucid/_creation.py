@@ -24,7 +24,7 @@ def _device(device, op):
 
 def _check_grad_dtype(dtype, requires_grad, op):
     """requires_grad only for a floating dtype (RuntimeError naming op otherwise)."""
-    if requires_grad and dtype.kind != "f":
+    if requires_grad and dtype.kind not in "fc":
         raise RuntimeError(f"{op}: only floating point tensors can require gradients, not "
                            f"{_core.dtype_name(dtype)}; pass a float dtype")
 
@@ -100,6 +100,8 @@ def _values_dtype(array, op):
         return _core.int64
     if kind == "b":
         return _core.bool_
+    if kind == "c":
+        return _core.complex64 if _core.get_default_dtype() == _core.float32 else _core.complex128
     raise TypeError(f"{op}: can't make a tensor from values of dtype {array.dtype}")
 
 

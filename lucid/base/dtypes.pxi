@@ -7,8 +7,11 @@ float64 = np.dtype(np.float64)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
-_SUPPORTED = {float32: "float32", float64: "float64", int32: "int32", int64: "int64", bool_: "bool"}
+_SUPPORTED = {float32: "float32", float64: "float64", int32: "int32", int64: "int64", bool_: "bool",
+              complex64: "complex64", complex128: "complex128"}
 
 # promotion ranks of an operand: a tensor with dimensions beats a 0-d tensor beats a Python scalar
 cdef enum:
@@ -18,7 +21,7 @@ cdef enum:
 
 
 cdef inline int dtype_category(cnp.dtype dt) noexcept:
-    """0 bool, 1 integer, 2 floating, 3 complex (no tensor is complex yet)."""
+    """0 bool, 1 integer, 2 floating, 3 complex."""
     cdef char kind = dt.kind
     if kind == b'f':
         return 2
@@ -96,9 +99,24 @@ def get_default_dtype():
     return lucid_default_float
 
 
+cdef inline cnp.dtype complex_of(cnp.dtype dt):
+    """The complex dtype with float dtype dt's precision (complex64 for float32)."""
+    return complex64 if dt.itemsize == 4 else complex128
+
+
+cdef cnp.dtype float_with_complex(cnp.dtype f, cnp.dtype c, bint float_ranks_higher):
+    """A float operand f meeting a complex one c of no higher rank: f's precision when f ranks
+    higher (float64 + 1j -> complex128), else the wider (float64 + complex64 -> complex128)."""
+    if float_ranks_higher or f.itemsize * 2 >= c.itemsize:
+        return complex_of(f)
+    return c
+
+
 cdef cnp.dtype default_dtype_of_category(int category):
     if category == 2:
         return lucid_default_float
+    if category == 3:
+        return complex_of(lucid_default_float)
     if category == 1:
         return int64
     return bool_
@@ -115,6 +133,10 @@ cdef cnp.dtype result_dtype(Tensor a, Tensor b):
     cdef int ra = operand_rank(a) if ca == category else -1
     cdef int rb = operand_rank(b) if cb == category else -1
     cdef int rank = ra if ra > rb else rb
+    if category == 3 and ca == 2 and operand_rank(a) >= rb:   # a float operand ranked with or
+        return float_with_complex(da, db, operand_rank(a) > rb)  # above the complex one
+    if category == 3 and cb == 2 and operand_rank(b) >= ra:
+        return float_with_complex(db, da, operand_rank(b) > ra)
     if rank == RANK_SCALAR:
         return default_dtype_of_category(category)
     if ra == rb:
@@ -136,10 +158,12 @@ cdef object as_supported_dtype(object dtype, str op):
         dt = np.dtype(dtype)
     except (TypeError, ValueError):          # ValueError: NumPy's for some strings and lists
         raise TypeError(f"{op}: unsupported dtype {dtype!r}; use lucid.float32, float64, int32, "
-                        "int64 or bool") from None
+                        "int64, bool, complex64 or complex128") from None
     if dt not in _SUPPORTED:
-        raise TypeError(f"{op}: unsupported dtype {dt}; use lucid.float32, float64, int32, int64 "
-                        "or bool")
+        raise TypeError(f"{op}: unsupported dtype {dt}; use lucid.float32, float64, int32, int64, "
+                        "bool, complex64 or complex128")
+    if dt.kind == 'c':
+        note_complex()
     return dt
 
 

@@ -111,6 +111,9 @@ cdef list root_gradients(tuple outputs, object grad_outputs, str what, str op):
             continue
         t = <Tensor>outputs[k]
         if given[k] is None:
+            if descr(t.data).kind == b'c':
+                raise RuntimeError(f"{op}: grad can be implicitly created only for real scalar "
+                                   f"outputs but got {dtype_name(t.data.dtype)}")
             if t.data.size != 1:
                 raise RuntimeError(
                     f"{op}: grad can be implicitly created only for outputs with one element; "

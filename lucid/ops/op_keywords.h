@@ -5,7 +5,9 @@
  * the object goes through, methods of Tensor included) for one of the forwarders below, which
  * passes a call without keywords, or with none of the three, straight on to the original entry:
  * a plain call pays one test and one jump (and one load: while vmap is active the forwarder first
- * offers the call to the batching rules, Note [Batch dispatch]). Only a call naming `axis`,
+ * offers the call to the batching rules, Note [Batch dispatch]; once a complex value exists, it
+ * refuses complex arguments of an op that does not take them, Note [Complex guard]).
+ * Only a call naming `axis`,
  * `keepdims` or `out` takes the slow path, which reads the op's record (its public name, whether
  * its signature has `dim`, `keepdim`, `out`) from a dict and renames or refuses. A function taking *args has no entry
  * to forward (Cython gives it none): its calls are left as they are. */
@@ -14,6 +16,7 @@
 
 #include <Python.h>
 #include "../base/batch_dispatch.h"
+#include "../base/complex_guard.h"
 
 #define LUCID_KW_SLOTS 8                 /* distinct original entries (Cython has a few kinds) */
 
@@ -107,14 +110,41 @@ static PyObject* lucid_kw_slow(PyObject* f, PyObject* const* args, size_t nargsf
     return result;
 }
 
+static int lucid_kw_refuse_complex(PyObject* f, PyObject* const* args, size_t nargsf,
+                                   PyObject* kwnames) {
+    /* -1 with the op's refusal set when an argument is complex and the op's record (item 4:
+       None, or (exception type, message)) says it does not take complex; else 0 */
+    PyObject* record = PyDict_GetItemWithError(lucid_kw_records, f);   /* borrowed */
+    PyObject* refusal;
+    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL)
+        n += PyTuple_GET_SIZE(kwnames);
+    if (record == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    refusal = PyTuple_GET_ITEM(record, 4);
+    if (refusal == Py_None)
+        return 0;
+    for (i = 0; i < n; i++) {
+        if (lucid_complex_in(args[i])) {
+            PyErr_SetObject(PyTuple_GET_ITEM(refusal, 0), PyTuple_GET_ITEM(refusal, 1));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 #define LUCID_KW_FORWARDER(i)                                                                   \
     static PyObject* lucid_kw_forward_##i(PyObject* f, PyObject* const* args, size_t nargsf,     \
                                           PyObject* kwnames) {                                  \
-        if (lucid_batch_dispatching()) {                                                        \
-            PyObject* batched = lucid_batch_dispatch_call(f, args, nargsf, kwnames);            \
-            if (batched != Py_NotImplemented)                                                   \
-                return batched;                                                                 \
-            Py_DECREF(batched);                                                                 \
+        if (lucid_batch_levels_any | lucid_complex_any) {  /* one test while neither is on */  \
+            if (lucid_batch_dispatching()) {                                                    \
+                PyObject* batched = lucid_batch_dispatch_call(f, args, nargsf, kwnames);        \
+                if (batched != Py_NotImplemented)                                               \
+                    return batched;                                                             \
+                Py_DECREF(batched);                                                             \
+            }                                                                                   \
+            if (lucid_complex_any && lucid_kw_refuse_complex(f, args, nargsf, kwnames) < 0)     \
+                return NULL;                                                                    \
         }                                                                                       \
         if (kwnames == NULL || !lucid_kw_suspect(kwnames))                                      \
             return lucid_kw_original[i](f, args, nargsf, kwnames);                              \

@@ -84,10 +84,12 @@ cdef class OpRecord:
     cdef readonly str module                # the extension module that defines it
     cdef readonly str inplace               # a key of INPLACE_KINDS
     cdef readonly bint keywords             # takes axis= / keepdims= / refuses out= (Note [Op keywords])
+    cdef readonly str complex_support       # "supported", "not yet", "never" (Note [Complex guard])
 
     def __repr__(self):
         return (f"OpRecord({self.name!r}, batching={self.batching!r}, dtypes={self.dtypes!r}, "
-                f"method={self.method!r}, inplace={self.inplace!r})")
+                f"method={self.method!r}, inplace={self.inplace!r}, "
+                f"complex_support={self.complex_support!r})")
 
 
 cdef list OP_REGISTRY = []                  # OpRecords, in registration order
@@ -123,10 +125,12 @@ def define_op(function, str batching, str dtypes, str method="function", str nam
     op.function, op.batching, op.dtypes, op.method = function, batching, dtypes, method
     op.module = getattr(function, "__module__", None) or "lucid._core"
     op.inplace = inplace
+    op.complex_support = complex_support(op.name)
     cdef str short = op.name.rpartition(".")[2]
     cdef tuple params = parameter_names(function)
     op.keywords = lucid_keywords_install(
-        function, (op.name, "dim" in params, "keepdim" in params, "out" in params)) == 1
+        function, (op.name, "dim" in params, "keepdim" in params, "out" in params,
+                   complex_refusal_record(op.name))) == 1
     if method == "function":             # named as the op: lucid.linalg.det -> Tensor.det
         install_methods(Tensor, {short: function})
     if inplace != "none":

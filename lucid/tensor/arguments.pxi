@@ -10,7 +10,8 @@ cdef Tensor scalar_operand(object value):
         t = wrap(np.array(value, dtype=int64 if -2**63 <= value < 2**63 else float64))
     elif isinstance(value, float):
         t = wrap(np.array(value, dtype=float64))
-    elif isinstance(value, np.generic) and np.dtype(type(value)) in _SUPPORTED:
+    elif isinstance(value, np.generic) and np.dtype(type(value)) in _SUPPORTED and \
+            not isinstance(value, np.complexfloating):     # complex: operand()
         t = wrap(np.array(value))
     else:
         return None
@@ -48,7 +49,16 @@ cdef Tensor operand(object x, str op):
     if isinstance(x, cnp.ndarray):
         if x.dtype not in _SUPPORTED:
             raise TypeError(f"{op}: unsupported array dtype {x.dtype}")
+        if x.dtype.kind == "c":
+            note_complex()
         return wrap(x)
+    if isinstance(x, (complex, np.complexfloating)):     # Note [Complex guard]
+        note_complex()
+        if op not in COMPLEX_OPS and op not in COMPLEX_NUMBER_OPS:
+            raise complex_refusal(op)
+        t = wrap(np.array(x, dtype=complex128))
+        t._wrapped_number = True
+        return t
     raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
 
 

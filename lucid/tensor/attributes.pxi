@@ -83,7 +83,7 @@ def _tensor_data_set(Tensor self, value):
     if not isinstance(value, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
     cdef Tensor t = <Tensor>value
-    if self.requires_grad_c() and not is_float_dtype(descr(t.data)):
+    if self.requires_grad_c() and not is_float_dtype(descr(t.data)) and descr(t.data).kind != b'c':
         raise RuntimeError(f"data set to a tensor that requires gradients must be floating point "
                            f"or complex dtype, not {dtype_name(t.data.dtype)}")
     if descr(t.data) != descr(self.data):

@@ -43,9 +43,11 @@ def from_numpy(array):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     if array.dtype not in _SUPPORTED:
         raise TypeError(f"from_numpy: unsupported dtype {array.dtype}; lucid supports float32, "
-                        "float64, int32, int64 and bool")
+                        "float64, int32, int64, bool, complex64 and complex128")
     if not array.dtype.isnative:
         raise TypeError("from_numpy: arrays in non-native byte order are not supported")
+    if array.dtype.kind == "c":
+        note_complex()
     return wrap(array)
 
 
@@ -62,12 +64,16 @@ def from_dlpack(obj):
                            f"{e}") from None
     if array.dtype not in _SUPPORTED:
         raise TypeError(f"from_dlpack: unsupported dtype {array.dtype}; lucid supports float32, "
-                        "float64, int32, int64 and bool")
+                        "float64, int32, int64, bool, complex64 and complex128")
+    if array.dtype.kind == "c":
+        note_complex()
     return wrap(array)
 
 
 def _from_array(array, bint requires_grad=False):
     """A tensor over an ndarray lucid already owns (constructors use it)."""
+    if array.dtype.kind == "c":
+        note_complex()
     cdef Tensor t = wrap(array)
     if requires_grad:
         t.requires_grad_(True)

@@ -144,7 +144,7 @@ cdef class Tensor:
             raise RuntimeError("this tensor was made under lucid.inference_mode() and can never "
                                "require grad; make it outside inference_mode, or use "
                                "lucid.no_grad() where gradients may be wanted later")
-        if flag and not is_float_dtype(descr(self.data)):
+        if flag and not is_float_dtype(descr(self.data)) and descr(self.data).kind != b'c':
             raise RuntimeError(f"only floating point tensors can require gradients, not "
                                f"{dtype_name(self.data.dtype)}; convert with .float() or .double()")
         self._requires_grad = flag
@@ -356,24 +356,28 @@ cdef class Tensor:
         """max(self, other) elementwise, broadcasting (lucid.maximum)."""
         if batched_operand(other):
             return _batch_dispatch_call(maximum, self, other)
+        refuse_complex("maximum", self, other)
         return maximum(self, other)
 
     def minimum(self, other):
         """min(self, other) elementwise, broadcasting (lucid.minimum)."""
         if batched_operand(other):
             return _batch_dispatch_call(minimum, self, other)
+        refuse_complex("minimum", self, other)
         return minimum(self, other)
 
     def pow(self, exponent):
         """self ** exponent, broadcasting (lucid.pow)."""
         if batched_operand(exponent):
             return _batch_dispatch_call(pow, self, exponent)
+        refuse_complex("pow", self, exponent)
         return pow(self, exponent)
 
     def where(self, condition, other):
         """self where condition holds, else other (lucid.where(condition, self, other))."""
         if batched_operand(condition) or batched_operand(other):
             return _batch_dispatch_call(where, condition, self, other)
+        refuse_complex("where", self, other)
         return where(condition, self, other)
 
     @property
@@ -496,6 +500,31 @@ cdef inline int64_t view_taken_at(Tensor t) noexcept:
     return t._view_version if t._view_version >= 0 else -1 - t._view_version
 
 
+cdef object part_strings(object values):
+    """values (real) as PyTorch prints a part: integral ones as "2.", others with 4 decimals, all
+    right-aligned to one width."""
+    finite = values[np.isfinite(values)]
+    cdef bint integral = bool(finite.size and np.all(finite == np.round(finite))
+                              and np.abs(finite).max() < 1e8)
+    texts = [("nan" if v != v else "inf" if v > 0 else "-inf") if not np.isfinite(v) else
+             f"{v:.0f}." if integral else f"{v:.4f}" for v in values.ravel().tolist()]
+    width = max([len(s) for s in texts], default=0)
+    return np.array([s.rjust(width) for s in texts], dtype=object).reshape(values.shape)
+
+
+cdef str complex_body(object arr, dict opts):
+    """A complex array's values as PyTorch prints them (real and imaginary parts formatted
+    apart: 1.0000+2.j)."""
+    re_text = part_strings(arr.real)
+    im_text = part_strings(np.abs(arr.imag))
+    signs = np.where(np.signbit(arr.imag), "-", "+")
+    texts = np.empty(arr.shape, dtype=object)
+    for i in np.ndindex(arr.shape):
+        texts[i] = f"{re_text[i]}{signs[i]}{im_text[i].strip()}j"
+    width = max([len(s) for s in texts.ravel().tolist()], default=0)
+    return np.array2string(texts, formatter={"object": lambda s: s.rjust(width)}, **opts)
+
+
 def tensor_repr(Tensor t):
     cdef object arr = t.data
     cdef str body
@@ -506,12 +535,15 @@ def tensor_repr(Tensor t):
             body = np.array2string(arr, **opts)
         else:
             body = np.array2string(arr, precision=4, floatmode="fixed", **opts)
+    elif arr.dtype.kind == "c":
+        body = complex_body(arr, opts)
     else:
         body = np.array2string(arr, **opts)
     extras = []
     if arr.size == 0 and ndim_of(arr) != 1:
         extras.append(f"size={arr.shape}")          # "[]" alone would hide the shape
-    default = {"f": default_float_dtype(), "i": int64, "b": bool_}.get(arr.dtype.kind)
+    default = {"f": default_float_dtype(), "i": int64, "b": bool_,
+               "c": complex_of(default_float_dtype())}.get(arr.dtype.kind)
     if arr.dtype != default:
         extras.append(f"dtype={dtype_name(arr.dtype)}")
     if t._grad_fn is not None:

@@ -39,6 +39,7 @@ BAD_VALUES = {
     "float": lambda: 1.5,
     "int": lambda: 2,
     "huge": lambda: 10**20,
+    "complex": lambda: 1 + 2j,
 }
 ALLOWED = (TypeError, ValueError, RuntimeError, IndexError)
 

@@ -1,10 +1,11 @@
 """Bad inputs never crash and always name the op.
 
 The sweep (test_every_public_name_survives_bad_inputs) calls every public function and method with
-None, a string, a ragged list, a float, an int and a huge int in each positional parameter
-(tests/reliability/bad_input_sweep.py says how); it runs only with LUCID_BAD_INPUT_SWEEP=1 (CI's bad-input
-step). The other tests run in every suite: the table's completeness, and one regression test per
-class found (each once crashed or leaked an internal error).
+None, a string, a ragged list, a float, an int, a huge int and a complex number in each positional
+parameter (tests/reliability/bad_input_sweep.py says how); it runs only with
+LUCID_BAD_INPUT_SWEEP=1 (CI's bad-input step). The other tests run in every suite: the table's
+completeness, and one regression test per class found (each once crashed or leaked an internal
+error).
 """
 import json
 import os

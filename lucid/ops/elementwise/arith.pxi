@@ -405,6 +405,8 @@ cdef Tensor binary_op(int op, object x, object y):
     b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, name)
+    if dt.kind == b'c' and op != OP_ADD and op != OP_SUB:   # Note [Complex guard]
+        raise complex_refusal(name)
     if op == OP_DIV and not is_float_dtype(dt):
         dt = default_float_dtype()
     elif op == OP_SUB and dt.kind == b'b':
@@ -499,8 +501,12 @@ cdef object compare(Tensor self, object other, int op):
     if b is None:
         if isinstance(other, cnp.ndarray):
             b = wrap(other)
+        elif isinstance(other, (complex, np.complexfloating)):
+            b = operand(other, ("lt", "le", "eq", "ne", "gt", "ge")[op])
         else:
             return NotImplemented
+    if op != 2 and op != 3:              # the ordering tests (Note [Complex guard])
+        refuse_complex(("lt", "le", "eq", "ne", "gt", "ge")[op], self, b)
     try:
         return wrap(as_array(COMPARE_UFUNCS[op](self.data, b.data)))
     except ValueError:

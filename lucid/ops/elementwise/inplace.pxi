@@ -333,6 +333,8 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if name is None:
         name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
+    if op == INPLACE_MUL or op == INPLACE_DIV:   # Note [Complex guard]
+        refuse_complex(name.rstrip("_"), self, value)
     if value._wrapped_number:
         check_int_fits(other, descr(self.data), name)
     cdef bint recorded = check_inplace(self, value, name)

@@ -229,6 +229,7 @@ define_op(sqrt, POINTWISE, FLOAT, inplace=IN_PLACE)
 cpdef Tensor abs(object x):
     """|x|."""
     cdef Tensor a = operand(x, "abs")
+    refuse_complex("abs", a, None)
     return record_rule(wrap(as_array(np.abs(a.data))), a, AbsBackward.__new__(AbsBackward), False,
                         abs_rule)
 define_op(abs, POINTWISE, ANY, inplace=IN_PLACE)
@@ -454,12 +455,16 @@ cpdef Tensor cast(Tensor a, cnp.dtype dtype):
     """a converted to dtype (a itself when it already has it)."""
     if descr(a.data) is dtype or a.data.dtype == dtype:
         return a
-    cdef Tensor out = wrap(a.data.astype(dtype))
+    cdef object arr = a.data
+    if descr(arr).kind == b'c' and dtype.kind != b'c':
+        arr = arr.real                   # complex to real keeps the real part (as PyTorch)
+    cdef Tensor out = wrap(arr.astype(dtype))
     cdef CastBackward node
-    if fw_active() and is_float_dtype(dtype):
+    cdef bint differentiable = is_float_dtype(dtype) or dtype.kind == b'c'
+    if fw_active() and differentiable:
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
             set_tangent(out, linear_jvp(a, cast, (dtype,)))
-    if grad_enabled() and a.requires_grad_c() and is_float_dtype(dtype):
+    if grad_enabled() and a.requires_grad_c() and differentiable:
         node = CastBackward.__new__(CastBackward)
         record(node, a, None)
         node.in_dtype = descr(a.data)

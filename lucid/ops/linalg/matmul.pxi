@@ -128,6 +128,8 @@ cpdef Tensor matmul(object x, object y):
         raise RuntimeError(f"matmul: both operands need at least one dimension, got shapes "
                            f"{a.data.shape} and {b.data.shape}")
     cdef cnp.dtype dt = result_dtype(a, b)
+    if dt.kind == b'c':                  # Note [Complex guard]
+        raise complex_refusal("matmul")
     cdef object arr
     try:
         arr = matmul_arrays(a.data, b.data, dt)

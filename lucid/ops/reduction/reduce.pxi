@@ -72,7 +72,8 @@ cdef Py_ssize_t reduced_count(tuple shape, tuple dims):
 cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "mean" if is_mean else "sum")
     cdef cnp.dtype dt = descr(a.data)
-    cdef object out_dtype = None if is_float_dtype(dt) else int64   # integers and bools sum to int64
+    cdef object out_dtype = None if is_float_dtype(dt) or dt.kind == b'c' else int64   # integers
+                                         # and bools sum to int64
     cdef object arr
     if is_mean and not is_float_dtype(dt):
         raise RuntimeError(f"mean: input dtype {dtype_name(dt)} is not floating point; "
