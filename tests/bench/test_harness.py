@@ -155,3 +155,23 @@ def test_the_scaling_table_fits_in_120_columns():
     assert "lucid/torch fwd" in text and "1e+06" in text
     wide = [line for line in text.splitlines() if len(line) > 120]
     assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
+
+
+def test_the_op_table_fits_in_120_columns():
+    """W15's own table, every op measured for lucid and torch, the widest intervals (small
+    ratios, few noisy samples) and a note for an op that failed, fits as the main report does."""
+    from benchmarks import w15_op_table as w15
+    wl = {"id": w15.ID, "name": w15.NAME, "metric": w15.METRIC, "targets": {}, "results": {}}
+    w15.assemble(wl)
+    for k, op in enumerate(wl["ops"]):
+        for n in w15.SIZES:
+            for j, lib in enumerate(("lucid", "torch")):
+                wl["results"][w15.cell(lib, op, n)] = {"status": "ok", "samples": {
+                    "fwd_ns": noisy(1.37e4 * (1 + 73 * j) * (1 + k % 7), 8, 100 * k + n + j)}}
+    wl["results"][w15.cell("lucid", "atan2", 1000)] = {
+        "status": "error", "message": "RuntimeError: " + "a long message " * 12}
+    _report.derive(wl)
+    text = w15.format_table(wl)
+    assert "lucid/torch (1000,)" in text and "logaddexp2" in text and "atan2@1000" in text
+    wide = [line for line in text.splitlines() if len(line) > 120]
+    assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
