@@ -164,8 +164,8 @@ def format_report(report):
              f"mode={'quick' if cfg['quick'] else 'full'}; clock={cfg['clock']}"
              + (f"; measured in {report['summary']['elapsed_s']:.0f} s"
                 if report.get("summary", {}).get("elapsed_s") is not None else ""), ""]
-    if not wls:
-        return "\n".join(lines[:2])
+    if not wls:                                  # only workloads with their own table (W10, W15)
+        return "\n".join(wrapped(line) for line in lines[:2])
     libs = [lib for lib in LIBS if have_torch or lib != "torch"]
     rows, drows, nrows, extra = [], [], [], []
     for w in wls:

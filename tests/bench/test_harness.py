@@ -175,3 +175,16 @@ def test_the_op_table_fits_in_120_columns():
     assert "lucid/torch (1000,)" in text and "logaddexp2" in text and "atan2@1000" in text
     wide = [line for line in text.splitlines() if len(line) > 120]
     assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
+
+
+def test_the_header_fits_when_every_workload_has_its_own_table():
+    """`--only W15` (or W10): the main report is its two header lines, folded to 120 columns."""
+    report = {"workloads": [{"id": "W15", "kind": "op table", "results": {}, "ratios": []}],
+              "env": {"torch": "2.13.0+cpu", "python": "3.11.7", "numpy": "2.4.6",
+                      "git": "abc1234-dirty", "date_utc": "2026-12-03T18:00:22+00:00",
+                      "threadpools": [{"internal_api": "openblas", "architecture": "SkylakeX"}],
+                      "env": {k: "1" for k in _harness.THREAD_VARS}},
+              "config": {"quick": True, "clock": "wall"}, "summary": {"elapsed_s": 26.0}}
+    text = _report.format_report(report)
+    assert "measured in 26 s" in text and "W15" not in text
+    assert max(map(len, text.splitlines())) <= 120
