@@ -11,6 +11,7 @@ Every workload module timed here (``w1_deep_chain.py`` ...) exposes:
     TARGETS = {"lucid/torch": 0.05}   # ratio name -> the most it may be (benchmarks/README.md)
     MEMORY = False             # True: also measure peak memory in a fresh process per library
     RTOL, ATOL = 1e-3, 1e-5    # gradient check tolerance (optional, these are the defaults)
+    POLICY = {"quick": {...}, "full": {...}}   # optional: the repetition policy (as QUICK/FULL)
 
     def setup(lib, quick) -> Case, or {variant: Case} (the first variant is the main one; a
                               variant may be a NotAvailable instance: its cell says n/a)
@@ -422,7 +423,9 @@ def run_workload(mod, libs, load_errors, quick, emit, head, skip=()):
                 cases[cell] = (case, ok, msg)
 
         errors = {}                              # called inside the except: format_exc works
-        samples = time_cases({c: v[0] for c, v in cases.items()}, QUICK if quick else FULL,
+        policy = getattr(mod, "POLICY", {}).get("quick" if quick else "full") or (
+            QUICK if quick else FULL)
+        samples = time_cases({c: v[0] for c, v in cases.items()}, policy,
                              lambda c, e: errors.setdefault(c, (describe(e),
                                                                 traceback.format_exc(limit=-4))),
                              mark)
@@ -435,6 +438,11 @@ def run_workload(mod, libs, load_errors, quick, emit, head, skip=()):
     parts = [f"{cell} {r['status']}" if "samples" not in r else
              f"{cell} {np.median(np.sum(list(r['samples'].values()), axis=0)) / 1e6:.3g} ms"
              for cell, r in results.items()]
+    if len(parts) > 6:                           # a table of cells (W15): counts, not a list
+        counts = {}
+        for r in results.values():
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        parts = [f"{len(results)} cells: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     progress(f"{head}: {', '.join(parts)}  ({time.perf_counter() - t_start:.1f} s)")
     gc.collect()
 

@@ -14,6 +14,7 @@ from ._harness import MEMORY_METHOD
 LIBS = ("lucid", "numpy", "torch")
 LABEL = {"lucid": "lucid", "numpy": "floor", "torch": "torch"}
 DEFAULT_RATIOS = (("lucid", "torch"), ("lucid", "numpy"), ("torch", "numpy"))
+OWN_TABLE = ("scaling", "op table")   # workloads with their own table (W10, W15), not a row
 
 
 def metric_samples(rec, phase=None):
@@ -149,7 +150,7 @@ def blas_kernels(env):
 
 
 def format_report(report):
-    wls = [w for w in report["workloads"] if w.get("kind") != "scaling"]
+    wls = [w for w in report["workloads"] if w.get("kind") not in OWN_TABLE]
     env, cfg = report["env"], report["config"]
     have_torch = any((r or {}).get("status") == "ok" for w in wls
                      for c, r in w["results"].items() if c.startswith("torch"))
@@ -163,8 +164,8 @@ def format_report(report):
              f"mode={'quick' if cfg['quick'] else 'full'}; clock={cfg['clock']}"
              + (f"; measured in {report['summary']['elapsed_s']:.0f} s"
                 if report.get("summary", {}).get("elapsed_s") is not None else ""), ""]
-    if not wls:
-        return "\n".join(lines[:2])
+    if not wls:                                  # only workloads with their own table (W10, W15)
+        return "\n".join(wrapped(line) for line in lines[:2])
     libs = [lib for lib in LIBS if have_torch or lib != "torch"]
     rows, drows, nrows, extra = [], [], [], []
     for w in wls:
@@ -293,7 +294,7 @@ def write_plot(report, path):
     default = {f"{LABEL[a]}/{LABEL[b]}" for a, b in DEFAULT_RATIOS}
     bars = [(w["id"] + ("" if r["variant"] == "main" else f" {r['variant']}")
              + ("" if r["name"] in default else f" {r['name']}"), r)
-            for w in report["workloads"] if w.get("kind") != "scaling"
+            for w in report["workloads"] if w.get("kind") not in OWN_TABLE
             for r in w["ratios"] if r.get("value") is not None]
     fig = plt.figure(figsize=(max(8, 0.45 * len(bars) + 2), 9 if scaling else 5))
     ax = fig.add_subplot(2 if scaling else 1, 1, 1)
@@ -343,16 +344,16 @@ def compare_reports(old, new):
                 continue
             o, n = _stats.interval([b[0]], [b[1]]), _stats.interval([a[0]], [a[1]])
             change = _stats.interval([a[0], b[1]], [a[1], b[0]])
-            rows.append([row_label(w, spec["variant"]), spec["name"],
+            rows.append([short_label(w, spec["variant"]), spec["name"],
                          fmt_interval(dict(zip(("value", "low", "high"), o))),
                          fmt_interval(dict(zip(("value", "low", "high"), n))),
                          fmt_interval(dict(zip(("value", "low", "high"), change))),
                          _stats.verdict(change)])
     head = (f"old: {old['env'].get('date_utc')} git {old['env'].get('git')}; "
-            f"new: {new['env'].get('date_utc')} git {new['env'].get('git')}\n"
+            f"new: {new['env'].get('date_utc')} git {new['env'].get('git')}\n" + wrapped(
             f"ratios of medians [{_stats.LEVEL:.0%} bootstrap interval]; change = new/old, "
             "beyond noise when its interval excludes 1 (lower ratios are better); the intervals "
-            "see the noise within each run, not a machine whose load changed between runs")
+            "see the noise within each run, not a machine whose load changed between runs"))
     if not rows:
         return head + "\nno ratio has raw samples in both files (a file written before " \
                       "schema lucid-benchmarks/2 has none, or no workload is in both)"

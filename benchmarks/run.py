@@ -3,7 +3,7 @@
     python benchmarks/run.py [--quick] [--only W1,W4] [--json PATH] [--plot PATH]
     python benchmarks/run.py --compare OLD.json NEW.json
 
-Workloads are those of benchmarks/README.md (W1-W14), one module each, listed in REGISTRY
+Workloads are those of benchmarks/README.md (W1-W15), one module each, listed in REGISTRY
 below: adding a workload is one new file plus one line here.  Every library runs with one intra-op
 thread (the thread variables are set here before numpy is imported; torch.set_num_threads(1)).
 
@@ -53,6 +53,7 @@ REGISTRY = [
     "w12_per_sample_grads",
     "w13_batched_laplacian",
     "w14_mixed_ops",
+    "w15_op_table",         # its own table, printed after the main one
     "w10_scaling",          # fresh processes per library and size, run from this process
 ]
 
@@ -225,6 +226,8 @@ def assemble(mods, records, args, env):
             "show_check": getattr(m, "SHOW_CHECK", False),
             "results": results,
         })
+        if hasattr(m, "assemble"):                # a workload with its own ratios (W15)
+            m.assemble(wls[-1])
     return {
         "schema": "lucid-benchmarks/2",
         "command": [os.path.basename(sys.executable)] + sys.argv,
@@ -332,9 +335,10 @@ def main(argv=None):
                          "elapsed_s": round(time.perf_counter() - t0, 1)}
 
     print(_report.format_report(report))
-    for m in standalone:
-        print()
-        print(m.format_table(next(w for w in report["workloads"] if w["id"] == m.ID)))
+    for m in timed + standalone:                  # the workloads with their own table
+        if hasattr(m, "format_table"):
+            print()
+            print(m.format_table(next(w for w in report["workloads"] if w["id"] == m.ID)))
     if run_w7:
         from benchmarks import w7_native_op
         h.progress("W7 native op vs Function vs composed ...")

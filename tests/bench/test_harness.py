@@ -155,3 +155,36 @@ def test_the_scaling_table_fits_in_120_columns():
     assert "lucid/torch fwd" in text and "1e+06" in text
     wide = [line for line in text.splitlines() if len(line) > 120]
     assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
+
+
+def test_the_op_table_fits_in_120_columns():
+    """W15's own table, every op measured for lucid and torch, the widest intervals (small
+    ratios, few noisy samples) and a note for an op that failed, fits as the main report does."""
+    from benchmarks import w15_op_table as w15
+    wl = {"id": w15.ID, "name": w15.NAME, "metric": w15.METRIC, "targets": {}, "results": {}}
+    w15.assemble(wl)
+    for k, op in enumerate(wl["ops"]):
+        for n in w15.SIZES:
+            for j, lib in enumerate(("lucid", "torch")):
+                wl["results"][w15.cell(lib, op, n)] = {"status": "ok", "samples": {
+                    "fwd_ns": noisy(1.37e4 * (1 + 73 * j) * (1 + k % 7), 8, 100 * k + n + j)}}
+    wl["results"][w15.cell("lucid", "atan2", 1000)] = {
+        "status": "error", "message": "RuntimeError: " + "a long message " * 12}
+    _report.derive(wl)
+    text = w15.format_table(wl)
+    assert "lucid/torch (1000,)" in text and "logaddexp2" in text and "atan2@1000" in text
+    wide = [line for line in text.splitlines() if len(line) > 120]
+    assert not wide, f"{len(wide)} lines over 120 columns, the widest {max(map(len, wide))}"
+
+
+def test_the_header_fits_when_every_workload_has_its_own_table():
+    """`--only W15` (or W10): the main report is its two header lines, folded to 120 columns."""
+    report = {"workloads": [{"id": "W15", "kind": "op table", "results": {}, "ratios": []}],
+              "env": {"torch": "2.13.0+cpu", "python": "3.11.7", "numpy": "2.4.6",
+                      "git": "abc1234-dirty", "date_utc": "2026-12-03T18:00:22+00:00",
+                      "threadpools": [{"internal_api": "openblas", "architecture": "SkylakeX"}],
+                      "env": {k: "1" for k in _harness.THREAD_VARS}},
+              "config": {"quick": True, "clock": "wall"}, "summary": {"elapsed_s": 26.0}}
+    text = _report.format_report(report)
+    assert "measured in 26 s" in text and "W15" not in text
+    assert max(map(len, text.splitlines())) <= 120
