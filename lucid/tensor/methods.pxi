@@ -26,3 +26,43 @@ cdef void install_methods(type cls, dict methods) except *:
     for name, fn in methods.items():
         set_type_attribute(cls, name, lucid_function_method(fn))
 
+
+
+# -- methods with PyTorch's keyword names (t.pow(exponent=2)), not the function's; a batched
+#    argument (self is not: BatchedTensor has its own methods) goes to its batching rule, a
+#    complex one is refused (Note [Complex guard]) ---------------------------------------------
+
+def tensor_maximum(Tensor self, other):
+    """max(self, other) elementwise, broadcasting (lucid.maximum)."""
+    if batched_operand(other):
+        return _batch_dispatch_call(maximum, self, other)
+    refuse_complex("maximum", self, other)
+    return maximum(self, other)
+
+
+def tensor_minimum(Tensor self, other):
+    """min(self, other) elementwise, broadcasting (lucid.minimum)."""
+    if batched_operand(other):
+        return _batch_dispatch_call(minimum, self, other)
+    refuse_complex("minimum", self, other)
+    return minimum(self, other)
+
+
+def tensor_pow(Tensor self, exponent):
+    """self ** exponent, broadcasting (lucid.pow)."""
+    if batched_operand(exponent):
+        return _batch_dispatch_call(pow, self, exponent)
+    refuse_complex("pow", self, exponent)
+    return pow(self, exponent)
+
+
+def tensor_where(Tensor self, condition, other):
+    """self where condition holds, else other (lucid.where(condition, self, other))."""
+    if batched_operand(condition) or batched_operand(other):
+        return _batch_dispatch_call(where, condition, self, other)
+    refuse_complex("where", self, other)
+    return where(condition, self, other)
+
+
+install_methods(Tensor, {"maximum": tensor_maximum, "minimum": tensor_minimum,
+                         "pow": tensor_pow, "where": tensor_where})

@@ -350,36 +350,6 @@ cdef class Tensor:
         """self with its dims reordered as dims, a view (lucid.permute)."""
         return permute(self, shape_arg(dims))
 
-    # keyword names as PyTorch's Tensor methods have them (t.pow(exponent=2)), not the function's
-    # a batched argument (self is not: BatchedTensor has its own methods) goes to its rule
-    def maximum(self, other):
-        """max(self, other) elementwise, broadcasting (lucid.maximum)."""
-        if batched_operand(other):
-            return _batch_dispatch_call(maximum, self, other)
-        refuse_complex("maximum", self, other)
-        return maximum(self, other)
-
-    def minimum(self, other):
-        """min(self, other) elementwise, broadcasting (lucid.minimum)."""
-        if batched_operand(other):
-            return _batch_dispatch_call(minimum, self, other)
-        refuse_complex("minimum", self, other)
-        return minimum(self, other)
-
-    def pow(self, exponent):
-        """self ** exponent, broadcasting (lucid.pow)."""
-        if batched_operand(exponent):
-            return _batch_dispatch_call(pow, self, exponent)
-        refuse_complex("pow", self, exponent)
-        return pow(self, exponent)
-
-    def where(self, condition, other):
-        """self where condition holds, else other (lucid.where(condition, self, other))."""
-        if batched_operand(condition) or batched_operand(other):
-            return _batch_dispatch_call(where, condition, self, other)
-        refuse_complex("where", self, other)
-        return where(condition, self, other)
-
     @property
     def T(self):
         """self with all dims reversed (a view; the transpose of a matrix)."""
