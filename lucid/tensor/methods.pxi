@@ -32,7 +32,7 @@ cdef void install_methods(type cls, dict methods) except *:
 #    argument (self is not: BatchedTensor has its own methods) goes to its batching rule, a
 #    complex one is refused (Note [Complex guard]) ---------------------------------------------
 
-def tensor_maximum(Tensor self, other):
+def _tensor_maximum(Tensor self, other):
     """max(self, other) elementwise, broadcasting (lucid.maximum)."""
     if batched_operand(other):
         return _batch_dispatch_call(maximum, self, other)
@@ -40,7 +40,7 @@ def tensor_maximum(Tensor self, other):
     return maximum(self, other)
 
 
-def tensor_minimum(Tensor self, other):
+def _tensor_minimum(Tensor self, other):
     """min(self, other) elementwise, broadcasting (lucid.minimum)."""
     if batched_operand(other):
         return _batch_dispatch_call(minimum, self, other)
@@ -48,7 +48,7 @@ def tensor_minimum(Tensor self, other):
     return minimum(self, other)
 
 
-def tensor_pow(Tensor self, exponent):
+def _tensor_pow(Tensor self, exponent):
     """self ** exponent, broadcasting (lucid.pow)."""
     if batched_operand(exponent):
         return _batch_dispatch_call(pow, self, exponent)
@@ -56,7 +56,7 @@ def tensor_pow(Tensor self, exponent):
     return pow(self, exponent)
 
 
-def tensor_where(Tensor self, condition, other):
+def _tensor_where(Tensor self, condition, other):
     """self where condition holds, else other (lucid.where(condition, self, other))."""
     if batched_operand(condition) or batched_operand(other):
         return _batch_dispatch_call(where, condition, self, other)
@@ -64,5 +64,5 @@ def tensor_where(Tensor self, condition, other):
     return where(condition, self, other)
 
 
-install_methods(Tensor, {"maximum": tensor_maximum, "minimum": tensor_minimum,
-                         "pow": tensor_pow, "where": tensor_where})
+install_methods(Tensor, {"maximum": _tensor_maximum, "minimum": _tensor_minimum,
+                         "pow": _tensor_pow, "where": _tensor_where})
