@@ -41,11 +41,15 @@ def batched_grad_check(fn, inputs, wanted, batched_fn=None):
             a = a.detach().numpy()
             b = np.zeros(a.shape) if b is None else b.detach().numpy()
             if not np.allclose(a, b):
-                return (f"While checking batched gradients (check_batched_grad) for output {r} "
-                        f"and input {wanted[col]}: the vjps of {BATCH} cotangents computed "
-                        f"under vmap differ from the loop over them.\nbatched:\n{a}\nloop:\n{b}"
-                        f"\n\n{_WHY}")
+                return _differs(f"batched gradients (check_batched_grad) for output {r} and "
+                                f"input {wanted[col]}: the vjps of {BATCH} cotangents", a, b, _WHY)
     return None
+
+
+def _differs(what, batched, loop, why):
+    """The message of a batched result that differs from the loop's."""
+    return (f"While checking {what} computed under vmap differ from the loop over them.\n"
+            f"batched:\n{batched}\nloop:\n{loop}\n\n{why}")
 
 
 _WHY_FORWARD = ("check_batched_forward_grad runs fn's jvp under lucid.func.vmap with a batch of "
@@ -72,10 +76,9 @@ def batched_forward_grad_check(fn, inputs, wanted):
             a = got.detach().numpy()
             b = np.stack([row[r].detach().numpy() for row in looped])
             if not np.allclose(a, b):
-                return (f"While checking batched forward gradients (check_batched_forward_grad) "
-                        f"for input {i} and output {r}: the jvps of {BATCH} tangents computed "
-                        f"under vmap differ from the loop over them.\nbatched:\n{a}\nloop:\n{b}"
-                        f"\n\n{_WHY_FORWARD}")
+                return _differs(f"batched forward gradients (check_batched_forward_grad) for "
+                                f"input {i} and output {r}: the jvps of {BATCH} tangents", a, b,
+                                _WHY_FORWARD)
     return None
 
 

@@ -21,8 +21,8 @@ def check(fn, args, **kw):
     return gradcheck(fn, args, check_forward_ad=True, check_batched_forward_grad=True, **kw)
 
 
-class Exp(Function):
-    """exp with a jvp and a vmap staticmethod; correct batched or not."""
+class ExpBase(Function):
+    """exp with a jvp (no vmap support of its own: the subclasses say how they batch)."""
 
     @staticmethod
     def forward(x):
@@ -43,31 +43,15 @@ class Exp(Function):
         (y,) = ctx.saved_tensors
         return tangent * y
 
+
+class Exp(ExpBase):
+    """exp batched by running forward on the batched tensors; correct batched or not."""
     generate_vmap_rule = True
 
 
-class ValuesByNumpy(Function):
+class ValuesByNumpy(ExpBase):
     """exp whose vmap rule computes the values through NumPy: its tangents still come from jvp,
     run on the batched tangents (as torch.func does), so it passes."""
-
-    @staticmethod
-    def forward(x):
-        return lucid.exp(x.detach())
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output)
-        ctx.save_for_forward(output)
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        (y,) = ctx.saved_tensors
-        return grad_y * y
-
-    @staticmethod
-    def jvp(ctx, tangent):
-        (y,) = ctx.saved_tensors
-        return tangent * y
 
     @staticmethod
     def vmap(info, in_dims, x):
@@ -93,29 +77,14 @@ class FirstRowScale(Function):
         return a * b, 0 if in_dims[1] is not None else None
 
 
-class WrongWhenBatched(Function):
+class WrongWhenBatched(ExpBase):
     """exp whose jvp goes through FirstRowScale: right one tangent at a time, wrong batched."""
-
-    @staticmethod
-    def forward(x):
-        return lucid.exp(x.detach())
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output)
-        ctx.save_for_forward(output)
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        (y,) = ctx.saved_tensors
-        return grad_y * y
+    generate_vmap_rule = True
 
     @staticmethod
     def jvp(ctx, tangent):
         (y,) = ctx.saved_tensors
         return FirstRowScale.apply(tangent, y)
-
-    generate_vmap_rule = True
 
 
 class NoVmap(Function):
