@@ -495,6 +495,9 @@ cpdef Tensor neg(object x):
 define_op(neg, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
+cdef tuple RICHCMP_NAMES = ("lt", "le", "eq", "ne", "gt", "ge")   # Python's richcmp order
+
+
 cdef object compare(Tensor self, object other, int op):
     """Elementwise comparison: a bool tensor outside the graph."""
     cdef Tensor b = scalar_operand(other) if not isinstance(other, Tensor) else <Tensor>other
@@ -502,11 +505,11 @@ cdef object compare(Tensor self, object other, int op):
         if isinstance(other, cnp.ndarray):
             b = wrap(other)
         elif isinstance(other, (complex, np.complexfloating)):
-            b = operand(other, ("lt", "le", "eq", "ne", "gt", "ge")[op])
+            b = operand(other, RICHCMP_NAMES[op])
         else:
             return NotImplemented
     if op != 2 and op != 3:              # the ordering tests (Note [Complex guard])
-        refuse_complex(("lt", "le", "eq", "ne", "gt", "ge")[op], self, b)
+        refuse_complex(RICHCMP_NAMES[op], self, b)
     try:
         return wrap(as_array(COMPARE_UFUNCS[op](self.data, b.data)))
     except ValueError:

@@ -29,6 +29,8 @@ cdef bint any_requires_grad(tuple args, dict kwargs):
 
 cdef bint any_batched(tuple args, dict kwargs):
     """Is one of the arguments a BatchedTensor met under vmap (Note [Batch dispatch])?"""
+    if lucid_batch_levels_any == 0:        # no vmap level anywhere: nothing to scan
+        return False
     for a in args:
         if batched_operand(a):
             return True
