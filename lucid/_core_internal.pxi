@@ -30,6 +30,11 @@ cdef inline bint is_float_dtype(cnp.dtype dt) noexcept:
     return dt.kind == b'f'
 
 
+cdef inline bint is_differentiable_dtype(cnp.dtype dt) noexcept:
+    """A float or complex dtype: the ones that carry gradients and tangents."""
+    return dt.kind == b'f' or dt.kind == b'c'
+
+
 cdef inline bint needs(Node node, Py_ssize_t i) noexcept:
     """Does forward input i of node want a gradient?"""
     return node.next_edges[i].node != NULL
@@ -114,6 +119,7 @@ cpdef Tensor pow(object x, object y)
 cpdef Tensor abs(object x)
 cpdef Tensor cos(object x)
 cpdef Tensor clone(a)
+cpdef Tensor conj(object input)                  # x - iy (a real input as it is)
 cdef Tensor zero_grad_like(Tensor g)             # a zero gradient shaped and typed like g
 cdef object compare_ufunc(int op)                # the NumPy ufunc of comparison op (Py_LT ...)
 cdef tuple reduction_dims(object dim, Py_ssize_t ndim, str op)   # a reduction's dims, checked

@@ -53,11 +53,12 @@ def restore_nested(rows, outer_was_tuple, inner_was_tuple):
 
 
 def check_float(tensors, what, fn_name):
-    """Only floating point tensors can be differentiated: TypeError naming the entry."""
+    """Only floating point and complex tensors can be differentiated: TypeError naming the
+    entry."""
     for i, t in enumerate(tensors):
-        if t.dtype not in (_core.float32, _core.float64):
+        if t.dtype not in (_core.float32, _core.float64, _core.complex64, _core.complex128):
             raise TypeError(f"{fn_name}: {what} {i} has dtype {_core.dtype_name(t.dtype)}; only "
-                            "floating point tensors (float32, float64) can be differentiated")
+                            "floating point and complex tensors can be differentiated")
 
 
 def refuse_integer_tangents(tangents, fn_name):

@@ -6,6 +6,7 @@ from .._batching import transforms as _batching
 from .._grad_mode import enable_grad, no_grad
 from ._structures import check_callable
 from ._gradcheck_batched import batched_forward_grad_check, batched_grad_check
+from ._gradcheck_complex import complex_as_real
 from ._gradcheck_fast import fast_check, undefined_grad_check, zero_grad_output_check
 
 
@@ -128,16 +129,19 @@ def forward_jacobians(fn, inputs, wanted):
     return jac
 
 
-def _compare(analytic, numerical, wanted, atol, rtol, what):
+def _compare(analytic, numerical, wanted, atol, rtol, what, parts=None):
+    """The first entry where analytic and numerical differ beyond the tolerances, as a message
+    (parts: the ComplexParts of a complex problem, which says which parts the entry compares)."""
     for r, (arows, nrows) in enumerate(zip(analytic, numerical)):
         for col, (a, n) in enumerate(zip(arows, nrows)):
             bad = np.abs(a - n) - (atol + rtol * np.abs(n))
             if bad.size and np.nanmax(np.where(np.isnan(bad), np.inf, bad)) > 0:
                 flat = np.argmax(np.where(np.isnan(bad), np.inf, bad))
                 o, k = np.unravel_index(flat, a.shape)
+                where = "" if parts is None else "\n" + parts.describe(r, wanted[col], o, k)
                 return (f"{what} mismatch for output {r} with respect to input {wanted[col]}: "
                         f"worst entry d(output[{o}])/d(input[{k}]): analytic {a[o, k]!r}, "
-                        f"numerical {n[o, k]!r} (atol={atol}, rtol={rtol})\n"
+                        f"numerical {n[o, k]!r} (atol={atol}, rtol={rtol}){where}\n"
                         f"analytic:\n{a}\nnumerical:\n{n}")
     return None
 
@@ -149,9 +153,9 @@ def _check_inputs(inputs, name):
         raise ValueError(f"{name}: no input requires grad; pass tensors with "
                          "requires_grad=True")
     for i in wanted:
-        if inputs[i].dtype != _core.float64:
-            raise ValueError(f"{name}: input {i} is {inputs[i].dtype}; use float64 inputs "
-                             "(finite differences in float32 are too coarse)")
+        if inputs[i].dtype not in (_core.float64, _core.complex128):
+            raise ValueError(f"{name}: input {i} is {inputs[i].dtype}; use float64 or complex128 "
+                             "inputs (finite differences in single precision are too coarse)")
     return inputs
 
 
@@ -240,12 +244,18 @@ def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
         raise ValueError(f"{name}: check_backward_ad=False and check_forward_ad=False leave "
                          "nothing to check; set at least one of them to True")
     inputs = _check_inputs(inputs, name)
+    fn, inputs, parts = complex_as_real(fn, inputs, _tensor_outputs)
+    if parts is not None and batched_fn is not None:
+        batched_fn = parts.wrap(batched_fn)
     if options.fast:
         message = fast_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad,
                              options)
+        if message is not None and parts is not None:
+            message += ("; complex values are checked as their real and imaginary parts "
+                        "(fast_mode=False names the part)")
     else:
         message = _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad,
-                              options)
+                              options, parts)
     if message is None and check_backward_ad:
         message = zero_grad_output_check(fn, inputs)
     if message is None and check_backward_ad and options.undefined_grad:
@@ -261,14 +271,15 @@ def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception, check_forward_ad,
     return False
 
 
-def _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad, options):
+def _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad, options,
+                parts=None):
     """The first failure of the full-Jacobian checks (None when all pass)."""
     outputs, wanted, numerical = numerical_jacobians(fn, inputs, eps)
     if check_backward_ad:
         analytic = analytic_jacobians(fn, inputs, wanted, dtypes=options.grad_dtypes)
         if isinstance(analytic, str):
             return analytic
-        message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian")
+        message = _compare(analytic, numerical, wanted, atol, rtol, "Jacobian", parts)
         if message is None:
             again = analytic_jacobians(fn, inputs, wanted)
             message = _reentrant(analytic, again, options.nondet_tol)
@@ -276,7 +287,7 @@ def _slow_check(fn, inputs, eps, atol, rtol, check_forward_ad, check_backward_ad
             return message
     if check_forward_ad:
         forward = forward_jacobians(fn, inputs, wanted)
-        return _compare(forward, numerical, wanted, atol, rtol, "forward-mode Jacobian")
+        return _compare(forward, numerical, wanted, atol, rtol, "forward-mode Jacobian", parts)
     return None
 
 
@@ -333,7 +344,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     outputs = _tensor_outputs(fn, inputs, name)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(_random_grad_output(rng, o.shape, non_contiguous)
+        grad_outputs = tuple(_random_grad_output(rng, o.shape, non_contiguous, o.is_complex())
                              for o in outputs if o.requires_grad)
     grad_outputs = _checked_grad_outputs(grad_outputs, outputs, name)
     n = len(inputs)
@@ -362,12 +373,15 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
                       raise_exception, fwd, rev, name, options, first_derivatives_under_vmap)
 
 
-def _random_grad_output(rng, shape, non_contiguous):
-    """A standard-normal float64 grad output that requires grad; non_contiguous: a strided
-    view of a wider array (gen_non_contig_grad_outputs)."""
+def _random_grad_output(rng, shape, non_contiguous, is_complex=False):
+    """A standard-normal float64 (complex128 for a complex output) grad output that requires
+    grad; non_contiguous: a strided view of a wider array (gen_non_contig_grad_outputs)."""
+    def draw(s):
+        v = rng.standard_normal(s)
+        return v + 1j * rng.standard_normal(s) if is_complex else v
     if not non_contiguous or not len(shape):
-        return _core._from_array(rng.standard_normal(shape), True)
-    wide = rng.standard_normal(tuple(shape[:-1]) + (2 * shape[-1],))
+        return _core._from_array(draw(shape), True)
+    wide = draw(tuple(shape[:-1]) + (2 * shape[-1],))
     leaf = _core._from_array(wide, False)
     view = leaf[..., ::2]
     view.requires_grad_(True)

@@ -44,7 +44,7 @@ lucid_complex_value = complex_value
 COMPLEX_OPS = frozenset((
     "add", "sub", "mul", "div", "neg", "clone", "eq", "ne",
     "conj", "conj_physical", "real", "imag", "angle", "abs", "complex", "polar", "view_as_real",
-    "view_as_complex",
+    "view_as_complex", "sum", "mean", "cumsum", "matmul", "mm", "bmm", "dot", "outer", "einsum",
     "reshape", "view", "transpose", "expand", "permute", "squeeze", "unsqueeze", "flatten",
     "unflatten", "movedim", "t", "swapaxes", "swapdims", "broadcast_to", "broadcast_tensors",
     "narrow", "select", "diagonal", "flip", "roll", "tile", "index_select",

@@ -267,7 +267,7 @@ cdef object engine_grad(object outputs, object inputs, object grad_outputs, obje
                                    "the outputs; pass allow_unused=True to get None for it")
             if materialize_grads:     # under create_graph, zeros that can be differentiated
                 g = wrap(np.zeros(t.data.shape, dtype=t.data.dtype))
-                if create_graph and is_float_dtype(descr(t.data)):
+                if create_graph and is_differentiable_dtype(descr(t.data)):
                     (<Tensor>g)._requires_grad = True
         elif (<Tensor>g).data.dtype != t.data.dtype:
             g = cast(<Tensor>g, descr(t.data))

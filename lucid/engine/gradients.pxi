@@ -70,11 +70,11 @@ cdef Tensor checked_hook_result(object result, Tensor g, str where, object hook)
     if not isinstance(result, Tensor):
         raise TypeError(f"a hook on {where} returned {type(result).__name__}; a hook returns a "
                         "Tensor or None")
-    if not is_float_dtype(descr((<Tensor>result).data)):
+    if not is_differentiable_dtype(descr((<Tensor>result).data)):
         raise RuntimeError(f"the hook {getattr(hook, '__qualname__', repr(hook))!r} on {where} "
                            f"returned a {dtype_name((<Tensor>result).data.dtype)} gradient for a "
                            f"{dtype_name(g.data.dtype)} one; a hook must return a floating-point "
-                           "gradient (it is not converted)")
+                           "or complex gradient (it is not converted)")
     if (<Tensor>result).data.shape != g.data.shape:
         raise RuntimeError(f"a hook on {where} returned a gradient of shape "
                            f"{(<Tensor>result).data.shape}, expected {g.data.shape}")

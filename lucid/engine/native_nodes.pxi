@@ -123,7 +123,7 @@ cdef Tensor gradient_in_dtype(Node node, Tensor t, object dtype, Py_ssize_t i):
     """t, node's gradient for input i, in the input's dtype: cast from another floating dtype;
     any other dtype is an error."""
     if descr(t.data) is not dtype and t.data.dtype != dtype:
-        if not is_float_dtype(descr(t.data)):
+        if not is_differentiable_dtype(descr(t.data)):
             raise RuntimeError(f"{gradient_source(node)} returned a gradient of dtype "
                                f"{dtype_name(t.data.dtype)} for input {i}; expected "
                                f"{dtype_name(dtype)}")

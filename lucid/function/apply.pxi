@@ -285,13 +285,13 @@ cdef object result_output(FunctionInfo info, FunctionCtx ctx, PythonBackwardNode
         return o
     cdef Tensor t = <Tensor>o
     if ctx._dirty is not None and is_in(t, ctx._dirty):
-        check_dirty(info, t, node is not None and is_float_dtype(descr(t.data)))
+        check_dirty(info, t, node is not None and is_differentiable_dtype(descr(t.data)))
     elif is_in(t, args) or (t.requires_grad_c() and (node is None or t._grad_fn is not node)):
         # an input (or a tensor with a history of its own) returned: a new tensor over
         # its memory, so the input keeps its history and leaf status. One output returned
         # twice stays one object, output of its last place (as PyTorch)
         t = wrap_like_view(t.data, t)
-    if node is not None and is_float_dtype(descr(t.data)) and not is_in(o, non_diff):
+    if node is not None and is_differentiable_dtype(descr(t.data)) and not is_in(o, non_diff):
         if ctx._dirty is not None and is_in(t, ctx._dirty):
             mark_graph_changed(t)
             attach_inplace_output(t, node)
@@ -358,7 +358,7 @@ cdef tuple input_tangents(tuple args):
         return None
     for i in range(len(args)):
         a = args[i]
-        if out[i] is None and isinstance(a, Tensor) and is_float_dtype(descr((<Tensor>a).data)):
+        if out[i] is None and isinstance(a, Tensor) and is_differentiable_dtype(descr((<Tensor>a).data)):
             out[i] = wrap(np.zeros((<Tensor>a).data.shape, dtype=(<Tensor>a).data.dtype))
     return tuple(out)
 
@@ -397,7 +397,7 @@ cdef void run_function_jvp(FunctionInfo info, FunctionCtx ctx, tuple tangents, t
         if not isinstance(o, Tensor):
             raise RuntimeError(f"Function {name}.jvp returned a tangent for output {i}, which "
                                "is not a tensor; expected None")
-        if is_in(outs[i], non_diff) or not is_float_dtype(descr((<Tensor>o).data)):
+        if is_in(outs[i], non_diff) or not is_differentiable_dtype(descr((<Tensor>o).data)):
             continue                             # non-differentiable outputs get no tangent
         t = checked_tangent(<Tensor>o, tangent, f"Function {name}.jvp (output {i})")
         if (<Tensor>o)._view_base is None:       # Note [Tangent memory]: not an input's memory
@@ -468,7 +468,7 @@ def delayed_error(str message, tuple outputs, tuple inputs):
     cdef list out = []
     for i in range(len(outputs)):
         o = outputs[i]
-        if isinstance(o, Tensor) and is_float_dtype(descr((<Tensor>o).data)):
+        if isinstance(o, Tensor) and is_differentiable_dtype(descr((<Tensor>o).data)):
             t = wrap((<Tensor>o).data)
             if fw_active():              # an identity: the tangent the backward's ops gave
                 for _fw_lv in fw_levels():      # Note [Nested forward mode]

@@ -75,6 +75,11 @@ add("complex", (T(2, 3), T(3)), (T(), T(2)))
 add("polar", (P(2, 3), T(3)), (P(), T(2)))
 for name in ("mul", "div"):
     add(name, (Z(2, 3), Z(3)), (T(2, 3), Z(3)), (Z(), 2.0), (Z(2), 1j))
+add("sum", (Z(2, 3),), kw(Z(2, 3), dim=1))
+add("mean", kw(Z(2, 3), dim=0, keepdim=True))
+add("cumsum", (Z(2, 3), 1))
+add("matmul", (Z(2, 3), Z(3, 2)), (T(2, 3), Z(3)))
+add("einsum", ("ij,jk->ik", Z(2, 3), Z(3, 2)))
 
 # -- reductions ---------------------------------------------------------------------------------
 _TUPLE_DIMS = "sum mean amax amin prod nansum nanmean logsumexp var std norm"

@@ -162,11 +162,13 @@ cdef Tensor einsum_core(list subs, str out, list ts, dict sizes):
     node.saved = []
     cdef Py_ssize_t n = len(ts), k
     cdef bint read
+    cdef bint cplx = descr(z.data).kind == b'c'     # Note [Complex gradients]: conjugated
     for j in range(n):
         read = False                 # operand j is read by the gradient of every other operand
         for k in range(n):
             read = read or (k != j and needs(node, k))
-        node.saved.append(save_tensor(<Tensor>ts[j], node, False) if read else None)
+        node.saved.append(save_tensor(conj(<Tensor>ts[j]) if cplx else <Tensor>ts[j], node,
+                                      False) if read else None)
     return z
 
 

@@ -128,8 +128,6 @@ cpdef Tensor matmul(object x, object y):
         raise RuntimeError(f"matmul: both operands need at least one dimension, got shapes "
                            f"{a.data.shape} and {b.data.shape}")
     cdef cnp.dtype dt = result_dtype(a, b)
-    if dt.kind == b'c':                  # Note [Complex guard]
-        raise complex_refusal("matmul")
     cdef object arr
     try:
         arr = matmul_arrays(a.data, b.data, dt)
@@ -145,6 +143,8 @@ cpdef Tensor matmul(object x, object y):
         record(node, a, b)
         node.a_dtype = descr(a.data)
         node.b_dtype = descr(b.data)
+        if dt.kind == b'c':              # Note [Complex gradients]: the real rule, conjugated
+            a, b = conj(a), conj(b)
         node.a = save_tensor(a, node, False)
         node.b = save_tensor(b, node, False)
         attach_output(out, node, 0)

@@ -13,7 +13,7 @@ cdef Tensor accumulating_operand(object input, object dtype, str name):
     cdef Tensor a = operand(input, name)
     if dtype is not None:
         return cast(a, as_supported_dtype(dtype, name))
-    if not is_float_dtype(descr(a.data)) and a.data.dtype != int64:
+    if not is_differentiable_dtype(descr(a.data)) and a.data.dtype != int64:
         return cast(a, int64)
     return a
 

@@ -75,7 +75,7 @@ cdef Tensor reduce_op(Tensor a, object dim, bint keepdim, bint is_mean):
     cdef object out_dtype = None if is_float_dtype(dt) or dt.kind == b'c' else int64   # integers
                                          # and bools sum to int64
     cdef object arr
-    if is_mean and not is_float_dtype(dt):
+    if is_mean and not is_differentiable_dtype(dt):
         raise RuntimeError(f"mean: input dtype {dtype_name(dt)} is not floating point; "
                            "convert with .float() first")
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>a.data)
