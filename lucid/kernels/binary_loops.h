@@ -29,7 +29,7 @@
                 const T g_ = g[i], a_ = a[i], b_ = b[i];                                     \
                 (void)g_; (void)a_; (void)b_; ga[i] = (GA);                                  \
             }                                                                                \
-        else                                                                                 \
+        else if (gb != NULL)                                                                 \
             for (long i = 0; i < n; i++) {                                                   \
                 const T g_ = g[i], a_ = a[i], b_ = b[i];                                     \
                 (void)g_; (void)a_; (void)b_; gb[i] = (GB);                                  \
