@@ -7,8 +7,6 @@
 # docstring on RuleBackward or BinaryRuleBackward, which apply the rules), its forward and its
 # registration. The special functions (erfc lgamma digamma polygamma erfinv) are in special.pxi.
 
-from libc.float cimport DBL_MAX, FLT_MAX
-
 cdef double LN2 = 0.6931471805599453
 cdef double LN10 = 2.302585092994046
 cdef double PI = 3.141592653589793
@@ -290,6 +288,8 @@ define_op(remainder, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 # -- nan_to_num --------------------------------------------------------------------------------
+
+from libc.float cimport DBL_MAX, FLT_MAX     # the default replacements of +-inf
 
 cdef Tensor nan_to_num_rule(Tensor g, Tensor x, Tensor y):
     """g where x is finite, exactly 0 where it was replaced"""
