@@ -40,6 +40,12 @@ NO_ROW = {name: _BOOLEAN for name in (
     "lt", "le", "eq", "ne", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
     "logical_or", "logical_xor", "logical_not", "isclose")}
 
+_COMPLEX = ("a complex number's part or builder: on a real leaf it is the leaf "
+            "itself (conj, real), refuses it (imag), or makes a complex result (complex, polar), "
+            "whose backward needs a complex gradient")
+NO_ROW.update({name: _COMPLEX for name in (
+    "conj", "conj_physical", "real", "imag", "complex", "polar")})
+
 # the leaves' domains: "signed" +-(0.1, 0.9), "positive" (0.5, 2)
 DOMAINS = {name: ("positive",) for name in (
     "log", "log2", "log10", "sqrt", "rsqrt", "lgamma", "digamma", "polygamma")}

@@ -78,6 +78,7 @@ include "ops/shape/join.pxi"
 include "ops/elementwise/inplace.pxi"
 include "ops/elementwise/inplace_forms.pxi"
 include "ops/elementwise/binary_functions.pxi"
+include "ops/elementwise/complex_parts.pxi"
 # lucid/_ops.pyx: math functions, activations, special functions, comparisons, gather/scatter,
 # rearranging and views (narrow, select, as_strided, ...), statistics, order statistics (sort,
 # topk, median, quantile), scans, softmax. lucid/_linalg.pyx: mm, bmm, dot, outer, cdist, the

@@ -102,7 +102,8 @@ def stub_lines(ops, as_method):
         if as_method:
             typed[0] = params[0]                 # named as the runtime's first parameter
         indent = "    " if as_method else ""
-        lines.append(f"{indent}def {op.name}({', '.join(typed)}) -> "
+        name = op.name if as_method else op.function.__name__     # the module's own name
+        lines.append(f"{indent}def {name}({', '.join(typed)}) -> "
                      f"{RESULTS.get(op.name, 'Tensor')}: ...")
     return lines
 

@@ -71,6 +71,10 @@ def _install():
                                                         None)
     cls.polygamma = lambda self, n: dispatch(_ops.polygamma, (n, self), None)
     cls.is_complex = lambda self: self.value.is_complex()
+    cls.real = property(lambda self: dispatch(_core.real_part, (self,), None))
+    cls.imag = property(lambda self: dispatch(_core.imag_part, (self,), None))
+    cls.is_conj = lambda self: False
+    cls.resolve_conj = lambda self: self
     cls.is_floating_point = lambda self: self.value.is_floating_point()
     cls.expand_as = lambda self, other: self.expand(*other.shape)
     cls.reshape_as = lambda self, other: self.reshape(*other.shape)

@@ -25,6 +25,20 @@ def pointwise(call):
     return wrap(call.run(), levels)
 
 
+@rule("view_as_real", "view_as_complex")
+def last_dim_pair(call):
+    """view_as_real adds a last dim of 2, view_as_complex takes it away: the batch dims, which
+    lead, stay as they are. view_as_complex needs pairs adjacent in memory: a batch dim moved to
+    the front of a layout that has them apart (in_dims=-1, ...) is made contiguous first."""
+    x = call.first()
+    value = x.value
+    if call.name == "view_as_complex" and value.ndim and value.stride()[-1] != 1 and \
+            x.ndim and x.shape[-1] == 2:
+        value = value.contiguous()
+    call.set_first(value)
+    return wrap(call.run(), x.levels)
+
+
 @rule("masked_fill")
 def masked_fill(call):
     """masked_fill(x, mask, value); a batched (0-d) value is where(mask, value, x) in x's dtype."""

@@ -65,8 +65,8 @@ def refuse_integer_tangents(tangents, fn_name):
     naming the entry. Entries that are not tensors are left to checked_vectors."""
     items = tangents if isinstance(tangents, (tuple, list)) else (tangents,)
     for i, t in enumerate(items):
-        if isinstance(t, Tensor) and np.dtype(t.dtype).kind != "f":
-            raise TypeError(f"{fn_name}: a tangent must be a floating point tensor, not "
+        if isinstance(t, Tensor) and np.dtype(t.dtype).kind not in "fc":
+            raise TypeError(f"{fn_name}: a tangent must be a floating point or complex tensor, not "
                             f"{_core.dtype_name(t.dtype)} (tangent {i}); tangents are not cast "
                             "from integers or bools")
 

@@ -6,7 +6,8 @@
 #   Note [Complex gradients] in docs/design.md, conjugates the derivative of a holomorphic op).
 #   So an op takes complex only when it is listed in COMPLEX_OPS: ops that are real-linear with
 #   real coefficients (views, joins, indexing, clone, neg, add, sub), whose real backward is
-#   already right for complex, and the equality tests. Every other registered op refuses a
+#   already right for complex, the equality tests, mul and div (which save their operands
+#   conjugated), and the parts of a complex number (ops/elementwise/complex_parts.pxi). Every other registered op refuses a
 #   complex argument: RuntimeError naming the op (NotImplementedError or RuntimeError, as PyTorch
 #   raises, for ops that order values, which refuse it for good). The refusal costs the real
 #   paths nothing: the registered ops' forwarders (ops/op_keywords.h) test the sticky flag
@@ -41,7 +42,9 @@ lucid_complex_value = complex_value
 
 # the ops that take complex operands (Note [Complex guard]); tests/ops/test_complex.py checks each
 COMPLEX_OPS = frozenset((
-    "add", "sub", "neg", "clone", "eq", "ne",
+    "add", "sub", "mul", "div", "neg", "clone", "eq", "ne",
+    "conj", "conj_physical", "real", "imag", "angle", "abs", "complex", "polar", "view_as_real",
+    "view_as_complex",
     "reshape", "view", "transpose", "expand", "permute", "squeeze", "unsqueeze", "flatten",
     "unflatten", "movedim", "t", "swapaxes", "swapdims", "broadcast_to", "broadcast_tensors",
     "narrow", "select", "diagonal", "flip", "roll", "tile", "index_select",
@@ -50,7 +53,7 @@ COMPLEX_OPS = frozenset((
 ))
 
 # the other names whose operand may be a Python complex number (operand(): the in-place forms)
-COMPLEX_NUMBER_OPS = frozenset(("add_", "sub_", "copy_", "fill_", "setitem"))
+COMPLEX_NUMBER_OPS = frozenset(("add_", "sub_", "mul_", "div_", "copy_", "fill_", "setitem"))
 
 # ops that order values refuse complex for good, with the exception PyTorch raises
 ORDERING_NOT_IMPLEMENTED = frozenset((

@@ -402,9 +402,12 @@ cdef Tensor checked_tangent(Tensor primal, object tangent, str where):
     if not isinstance(tangent, Tensor):
         raise TypeError(f"{where}: a tangent must be a Tensor, not {type(tangent).__name__}")
     cdef Tensor t = <Tensor>tangent
-    if not is_float_dtype(descr(t.data)):
-        raise TypeError(f"{where}: a tangent must be a floating point tensor, not "
+    if not is_float_dtype(descr(t.data)) and descr(t.data).kind != b'c':
+        raise TypeError(f"{where}: a tangent must be a floating point or complex tensor, not "
                         f"{dtype_name(t.data.dtype)}")
+    if descr(t.data).kind == b'c' and descr(primal.data).kind != b'c':
+        raise TypeError(f"{where}: a complex tangent needs a complex primal, not "
+                        f"{dtype_name(primal.data.dtype)}")
     if not shape_is(t.data, primal.data.shape):
         raise RuntimeError(f"{where}: the tangent has shape {t.data.shape} but the primal has "
                            f"shape {primal.data.shape}; they must be equal")
@@ -523,8 +526,8 @@ def make_dual(tensor, tangent, *, level=None):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"make_dual: the primal must be a Tensor, not {type(tensor).__name__}")
     cdef Tensor primal = <Tensor>tensor
-    if not is_float_dtype(descr(primal.data)):
-        raise TypeError(f"make_dual: the primal must be a floating point tensor, not "
+    if not is_float_dtype(descr(primal.data)) and descr(primal.data).kind != b'c':
+        raise TypeError(f"make_dual: the primal must be a floating point or complex tensor, not "
                         f"{dtype_name(primal.data.dtype)}")
     cdef Tensor t = checked_tangent(primal, tangent, "make_dual")
     cdef Tensor out = alias(primal)

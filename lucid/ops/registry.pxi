@@ -47,11 +47,13 @@ DTYPE_KINDS = {
     "float_only": "floating inputs only; an integer or bool input raises, naming the op",
     "numeric": "integer and floating inputs, the result of integers stays integer",
     "any": "every dtype, bool included; the result's dtype is the op's own (bool for tests)",
+    "complex_only": "complex inputs only; a real input raises, naming the op (imag, ...)",
 }
 FLOAT = "float"
 FLOAT_ONLY = "float_only"
 NUMERIC = "numeric"
 ANY = "any"
+COMPLEX_ONLY = "complex_only"
 
 # how an op is a Tensor method
 METHOD_KINDS = {

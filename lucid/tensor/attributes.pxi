@@ -53,6 +53,16 @@ def _tensor_is_complex(Tensor self):
     return self.data.dtype.kind == "c"
 
 
+def _tensor_is_conj(Tensor self):
+    """False: lucid's conj computes its values (there is no lazy conjugate bit to resolve)."""
+    return False
+
+
+def _tensor_resolve_conj(Tensor self):
+    """self: lucid's conj is never lazy, so there is nothing to resolve."""
+    return self
+
+
 def _tensor_type_as(Tensor self, other):
     """self cast to other's dtype (self when it already has it)."""
     return cast(self, descr(tensor_arg(other, "type_as", "other").data))
@@ -100,10 +110,16 @@ install_methods(Tensor, {
     "element_size": _tensor_element_size,
     "is_floating_point": _tensor_is_floating_point,
     "is_complex": _tensor_is_complex,
+    "is_conj": _tensor_is_conj,
+    "resolve_conj": _tensor_resolve_conj,
     "type_as": _tensor_type_as,
     "view_as": _tensor_view_as,
     "reshape_as": _tensor_reshape_as,
 })
+set_type_attribute(Tensor, "real", property(real_part, None, None, "The real part (lucid.real): a "
+                                            "view; a real tensor itself."))
+set_type_attribute(Tensor, "imag", property(imag_part, None, None, "The imaginary part (lucid.imag): "
+                                            "a view; RuntimeError for a real tensor."))
 set_type_attribute(Tensor, "data", property(_tensor_data_get, _tensor_data_set, None,
                                             "This tensor's values as a tensor outside the graph "
                                             "(sharing memory); assigning rebinds the memory."))

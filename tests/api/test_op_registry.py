@@ -67,11 +67,13 @@ def test_the_registry_holds_every_op_family():
 
 
 # Core ops whose function keeps another name, because the core's own C-level function of that
-# name (add, max, ...) is the fast one its rules call; help() shows these names. Every other op's
-# function is named as users call it (help(lucid.linalg.solve) shows "solve").
+# name (add, max, ...) is the fast one its rules call, or the name is taken in the core's source
+# (Python's complex; real, the typed loops' fused type); help() shows these names. Every other
+# op's function is named as users call it (help(lucid.linalg.solve) shows "solve").
 NAMED_OTHERWISE = {"add": "add_alpha", "sub": "sub_alpha", "max": "reduce_max",
                    "min": "reduce_min", "all": "reduce_all", "any": "reduce_any",
-                   "expand": "checked_expand", "reshape": "checked_reshape"}
+                   "expand": "checked_expand", "reshape": "checked_reshape",
+                   "complex": "complex_from_parts", "real": "real_part", "imag": "imag_part"}
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -203,9 +205,10 @@ def result_dtype(result):
 @pytest.mark.parametrize("name", CHECKABLE)
 def test_an_op_takes_the_dtypes_its_record_states(name):
     op = BY_NAME[name]
-    if op.dtypes == "float_only":
-        with pytest.raises((TypeError, RuntimeError), match=name.rpartition(".")[2]):
-            sample_call(op, np.int64)
+    if op.dtypes in ("float_only", "complex_only"):
+        for dtype in (np.int64,) if op.dtypes == "float_only" else (np.int64, np.float64):
+            with pytest.raises((TypeError, RuntimeError), match=name.rpartition(".")[2]):
+                sample_call(op, dtype)
         return
     got = result_dtype(sample_call(op, np.int64))
     if op.dtypes == "float":

@@ -28,9 +28,18 @@ def test_every_pointwise_op_has_a_row_or_a_stated_reason():
 
 @pytest.mark.parametrize("name", sorted(w15.NO_ROW))
 def test_an_op_without_a_row_has_no_gradient(name):
-    """The reason given (a boolean result) holds: on leaves requiring grad, the result does not
-    require grad."""
+    """The reason given holds: a boolean result does not require grad; a complex number's part
+    is the real leaf itself, refuses it, or gives a complex result."""
     x = lucid.tensor(np.float32([0.5, -0.5, 2.0]), requires_grad=True)
+    if w15.NO_ROW[name] == w15._COMPLEX:
+        if name in ("conj", "conj_physical", "real"):
+            assert getattr(lucid, name)(x) is x
+        elif name == "imag":
+            with pytest.raises(RuntimeError, match="non-complex"):
+                lucid.imag(x)
+        else:
+            assert getattr(lucid, name)(x, x).dtype == lucid.complex64
+        return
     args = (x, x * 2) if name in ("lt", "le", "eq", "ne", "gt", "ge", "isclose") else (x,)
     if name.startswith("logical") and name != "logical_not":
         args = (x, x)

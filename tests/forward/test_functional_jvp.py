@@ -1,7 +1,7 @@
 """jvp's inputs and strict mode: lucid.func.jvp and lucid.autograd.functional.jvp.
 
 Tangents are never cast from integers or bools: both refuse them with make_dual's TypeError
-("a tangent must be a floating point tensor"), naming the function and the entry, before calling
+("a tangent must be a floating point or complex tensor"), naming the function and the entry, before calling
 the function. strict=True raises PyTorch's RuntimeError when an output is independent of an input
 (the reverse-mode transforms' wording), and with create_graph=True when the product does not
 depend on the inputs (a function linear in them), not otherwise.
@@ -56,12 +56,13 @@ def test_an_integer_or_bool_tangent_is_refused_like_make_dual(name, call, dtype,
     with pytest.raises(TypeError) as info:
         call(f, (x,), (bad_tangent(shape, dtype),))
     message = str(info.value)
-    assert message.startswith("jvp: a tangent must be a floating point tensor, not "
+    assert message.startswith("jvp: a tangent must be a floating point or complex tensor, not "
                               f"{lucid._core.dtype_name(dtype)}")
     assert "tangent 0" in message
     assert calls == [] and np.array_equal(x.numpy(), before)
     with fwAD.dual_level():                       # the same refusal, the same words
-        with pytest.raises(TypeError, match="a tangent must be a floating point tensor"):
+        with pytest.raises(TypeError, match="a tangent must be a floating point or complex "
+                                            "tensor"):
             fwAD.make_dual(x, bad_tangent(shape, dtype))
 
 

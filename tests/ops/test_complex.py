@@ -17,6 +17,7 @@ OPS = {op.name: op for op in lucid._core.registered_ops()}
 SUPPORTED = sorted(n for n, op in OPS.items() if op.complex_support == "supported")
 REFUSED = sorted(n for n, op in OPS.items() if op.complex_support != "supported")
 ORDERING = ("max min amax amin argmax argmin clamp sort topk maximum minimum lt le gt ge").split()
+REAL_INPUTS = ("complex", "polar", "view_as_complex")    # build complex values from real ones
 
 
 def to_torch(v):
@@ -41,6 +42,7 @@ def complexify(v):
 def assert_same(got, want):
     """lucid result got equals torch result want (tensors by value and dtype, sequences by item)."""
     if isinstance(want, torch.Tensor):
+        want = want.resolve_conj()
         assert isinstance(got, lucid.Tensor), type(got)
         assert str(got.dtype) == str(want.dtype).replace("torch.", ""), (got.dtype, want.dtype)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
@@ -64,7 +66,23 @@ def complex_call(name):
     if name == "broadcast_tensors":          # *tensors: the sweep's valid call passes none
         return complexify([sweep.mat(), sweep.vec()]), {}
     call = sweep.valid_call(f"lucid.{name}", OPS[name].function, None)
+    if name in REAL_INPUTS:
+        return call.args(), call.kwargs()
     return complexify(call.args()), call.kwargs()
+
+
+def differentiable(t):
+    """Is t (a lucid or torch tensor) of a float or complex dtype?"""
+    return t.dtype.is_complex or t.dtype.is_floating_point if isinstance(t, torch.Tensor) else \
+        t.dtype.kind in "fc"
+
+
+def random_grad(rng, out):
+    """A random gradient for out: complex for a complex out, real for a real one."""
+    shape = tuple(out.shape)
+    g = rng.standard_normal(shape)
+    is_complex = out.dtype.is_complex if isinstance(out, torch.Tensor) else out.dtype.kind == "c"
+    return g + 1j * rng.standard_normal(shape) if is_complex else g
 
 
 def tensors_in(v, kind=lucid.Tensor):
@@ -245,14 +263,16 @@ def test_a_complex_capable_op_matches_torch_in_value_and_gradient(name):
     want = torch_call(name, targs, tkwargs)
     got = OPS[name].function(*args, **kwargs)
     assert_same(got, want)
-    leaves = [t for t in tensors_in(args) if t.dtype.kind == "c"]
+    kinds = "f" if name in REAL_INPUTS else "c"
+    leaves = [t for t in tensors_in(args) if t.dtype.kind == kinds]
     touts = [t for t in (want if isinstance(want, (tuple, list)) else [want])
-             if isinstance(t, torch.Tensor) and t.dtype.is_complex]
+             if isinstance(t, torch.Tensor) and differentiable(t)]
     if not leaves or not touts:
         return                                    # numel, eq, ...: nothing to differentiate
     for t in leaves:
         t.requires_grad_()
-    tleaves = [t for t in tensors_in(targs, torch.Tensor) if t.dtype.is_complex]
+    tleaves = [t for t in tensors_in(targs, torch.Tensor)
+               if (t.dtype.is_complex if kinds == "c" else t.dtype.is_floating_point)]
     for t in tleaves:
         t.requires_grad_()
     got = OPS[name].function(*args, **kwargs)
@@ -260,8 +280,8 @@ def test_a_complex_capable_op_matches_torch_in_value_and_gradient(name):
     outs = list(got) if isinstance(got, (tuple, list)) else [got]
     touts = list(want) if isinstance(want, (tuple, list)) else [want]
     rng = np.random.default_rng(0)
-    grads = [rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape) for o in touts]
-    lucid.autograd.backward(outs, [lucid.tensor(g, dtype=lucid.complex128) for g in grads])
+    grads = [random_grad(rng, o) for o in touts]
+    lucid.autograd.backward(outs, [lucid.tensor(g) for g in grads])
     torch.autograd.backward(touts, [torch.from_numpy(g) for g in grads])
     for t, tt in zip(leaves, tleaves):
         assert_same(t.grad, tt.grad)
@@ -278,17 +298,15 @@ def test_the_sweep_fails_for_an_op_that_neither_refuses_nor_is_listed():
 # -- operators and methods that do not come through a forwarder ------------------------------------
 
 OPERATORS = {
-    "mul": lambda a, b: a * b, "div": lambda a, b: a / b, "pow": lambda a, b: a ** b,
+    "pow": lambda a, b: a ** b,
     "matmul": lambda a, b: a @ b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "abs": lambda a, b: abs(a),
-    "mul_": lambda a, b: a.mul_(b), "div_": lambda a, b: a.div_(b),
+    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
     "maximum": lambda a, b: a.maximum(b), "minimum": lambda a, b: a.minimum(b),
     "where": lambda a, b: a.where(lucid.tensor([True, False]), b),
 }
 
 
-OPERATOR_CASES = [(n, s) for n in sorted(OPERATORS) for s in ("complex", "complex other")
-                  if not (n == "abs" and s == "complex other")]     # abs has no other operand
+OPERATOR_CASES = [(n, s) for n in sorted(OPERATORS) for s in ("complex", "complex other")]
 
 
 @pytest.mark.parametrize("name,side", OPERATOR_CASES)
@@ -305,14 +323,16 @@ def test_operators_refuse_complex_naming_the_op(name, side):
 def test_operators_that_take_complex_match_torch():
     for f in (lambda a, b: a + b, lambda a, b: a - b, lambda a, b: -a, lambda a, b: a == b,
               lambda a, b: a != b, lambda a, b: a[1:], lambda a, b: 1j + a, lambda a, b: a - 2j,
-              lambda a, b: a == 1 + 2j):
+              lambda a, b: a == 1 + 2j, lambda a, b: a * b, lambda a, b: a / b,
+              lambda a, b: abs(a), lambda a, b: 2j * a, lambda a, b: a / 1j,
+              lambda a, b: 2.0 / a, lambda a, b: a.conj() * b):
         assert_same(f(lucid.tensor([1 + 2j, 3 - 1j]), lucid.tensor([1 + 2j, 3 + 1j])),
                     f(torch.tensor([1 + 2j, 3 - 1j]), torch.tensor([1 + 2j, 3 + 1j])))
 
 
 def test_real_only_ops_refuse_a_python_complex_number():
-    for f, name in ((lambda: lucid.ones(2) * 1j, "mul"), (lambda: lucid.maximum(lucid.ones(2), 1j),
-                                                           "maximum")):
+    for f, name in ((lambda: lucid.ones(2) ** 1j, "pow"),
+                    (lambda: lucid.maximum(lucid.ones(2), 1j), "maximum")):
         with pytest.raises(RuntimeError, match=f"lucid.{name}: complex"):
             f()
 
@@ -345,7 +365,8 @@ def test_tensor_methods_that_take_complex_match_torch_with_gradients(name):
 def test_in_place_linear_methods_on_complex_match_torch():
     for f in (lambda m, z: z.add_(m.tensor([1j, 2.0])), lambda m, z: z.sub_(2j),
               lambda m, z: z.copy_(m.tensor([3 - 1j, 4j])), lambda m, z: z.fill_(2.5),
-              lambda m, z: z.zero_()):
+              lambda m, z: z.zero_(), lambda m, z: z.mul_(m.tensor([1j, 2.0])),
+              lambda m, z: z.div_(2 - 1j), lambda m, z: z.mul_(0.5)):
         zs = [m.tensor([1 + 2j, 3 - 1j]) for m in (lucid, torch)]
         assert_same(f(lucid, zs[0]), f(torch, zs[1]))
         assert_same(zs[0], zs[1])
@@ -376,14 +397,14 @@ def test_complex_grads_match_finite_differences_of_the_real_and_imaginary_parts(
     base = leaf.detach().numpy().copy()
 
     def run(value):
-        leaf.data = lucid.tensor(value, dtype=lucid.complex128)
+        leaf.data = lucid.tensor(value, dtype=base.dtype)
         return OPS[name].function(*args, **kwargs)
 
     leaf.requires_grad_()
     out = OPS[name].function(*args, **kwargs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     rng = np.random.default_rng(3)
-    grads = [(rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape)) * o.requires_grad
+    grads = [random_grad(rng, o) * o.requires_grad
              for o in outs]                      # outputs that do not depend on the leaf: 0
     lucid.autograd.backward([o for o in outs if o.requires_grad],
                             [lucid.tensor(g) for g, o in zip(grads, outs) if o.requires_grad])
@@ -392,7 +413,7 @@ def test_complex_grads_match_finite_differences_of_the_real_and_imaginary_parts(
     eps = 1e-6
     want = np.zeros_like(base)
     for i in np.ndindex(base.shape):
-        for unit in (1, 1j):
+        for unit in (1, 1j) if base.dtype.kind == "c" else (1,):
             step = np.zeros_like(base)
             step[i] = eps * unit
             d = real_loss(run(base + step), grads) - real_loss(run(base - step), grads)

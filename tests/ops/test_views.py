@@ -125,3 +125,18 @@ def test_where_method_takes_pytorchs_order():
     x = lucid.tensor([1.0, -2.0, 3.0])
     np.testing.assert_array_equal(x.where(x > 0, lucid.tensor(0.0)).numpy(), [1, 0, 3])
     np.testing.assert_array_equal(x.where(x < 0, 5.0).numpy(), [5, -2, 5])
+
+
+def test_as_strided_of_memory_in_fortran_order_matches_torch():
+    """A base laid out in Fortran order is one block of memory too (a reduction's result can
+    be): as_strided reads it in memory order, with its gradient, as PyTorch reads the storage."""
+    torch = pytest.importorskip("torch", reason="compares with PyTorch")
+    values = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    results = []
+    for m, make in ((lucid, lucid.from_numpy), (torch, torch.from_numpy)):
+        base = make(values.copy(order="F")).requires_grad_()
+        out = m.as_strided(base.t().reshape(6), (2, 2), (1, 1))
+        out.backward(m.ones(2, 2, dtype=m.float64))
+        results.append((out.detach().numpy(), base.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])

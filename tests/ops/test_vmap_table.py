@@ -19,6 +19,7 @@ from support.vmap_samples import (B, Call, assert_matches, batched, looped, nest
 dispatch = importlib.import_module("lucid._batching.dispatch")   # not lucid.func.dispatch
 REGISTRY = {op.name: op for op in core.registered_ops()}
 _NOT_METHODS = {"where", "polygamma"}     # their methods take the arguments in another order
+_PROPERTIES = {"real", "imag"}            # Tensor spells them as properties (x.real)
 
 
 def _method_calls():
@@ -30,7 +31,10 @@ def _method_calls():
         if op.method == "none" or c.fn is not None or c.name in _NOT_METHODS:
             continue
         seen[c.name] = seen.get(c.name, 0) + 1
-        if seen[c.name] <= 2:
+        if seen[c.name] <= 2 and short in _PROPERTIES:
+            out.append(Call(c.name, *c.args, label=f"Tensor.{short}",
+                            fn=lambda x, _m=short: getattr(x, _m)))
+        elif seen[c.name] <= 2:
             out.append(Call(c.name, *c.args, label=f"Tensor.{short}",
                             fn=lambda x, *a, _m=short, **k: getattr(x, _m)(*a, **k), **c.kwargs))
     return out

@@ -59,6 +59,10 @@ def vec():
     return lucid.tensor([1.0, 2.0], dtype=lucid.float64)
 
 
+def cmat():
+    return lucid.tensor([[2.0 + 1j, 1.0], [1.0 - 2j, 3.0j]], dtype=lucid.complex128)
+
+
 def batch():
     return lucid.tensor([[[2.0, 1.0], [1.0, 3.0]]], dtype=lucid.float64)
 
@@ -125,6 +129,7 @@ FILLERS_BY_PARAM = {
     "k": const(1), "q": const(0.5), "x1": mat, "x2": mat,
     "min": const(0.0), "max": const(1.0), "stride": const((1,)), "split_sizes": const((1, 1)),
     "axis0": const(0), "axis1": const(1), "sizes": const((2, 1)),
+    "real": mat, "imag": mat, "abs": mat, "angle": mat,
     "enable": const(True), "policy_fn_or_list": const([]),
 }
 
@@ -192,6 +197,8 @@ CALLS = {
     "lucid.utils.checkpoint.checkpoint_sequential":
         Call(lambda: [[elementwise, elementwise], 1, grad_mat()]),
     "lucid.select": Call(lambda: [mat(), 0, 1]),
+    "lucid.imag": Call(lambda: [cmat()]),
+    "lucid.view_as_real": Call(lambda: [cmat()]),
     "lucid.broadcast_to": Call(lambda: [mat(), (3, 2, 2)]),
     "lucid.meshgrid": Call(lambda: [vec(), vec()], kwargs=lambda: {"indexing": "ij"}),
     "Tensor.select": Call(lambda: [0, 1]),

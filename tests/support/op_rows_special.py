@@ -18,7 +18,10 @@ from .op_spec import ANY, BINARY_SHAPES, NONZERO, POS, SMALL, UNARY_SHAPES, Rows
 
 
 def np_remainder(a, b):
-    return a - np.floor(a / b) * b
+    """Python's % as PyTorch and lucid compute it (fmod, plus b where the signs differ), which
+    is np.remainder: a - floor(a/b)*b rounds otherwise where a/b is an integer in exact
+    arithmetic but not in binary (-1.944 % -0.648: -0.648, not 0)."""
+    return np.remainder(a, b)
 
 
 ROWS = Rows(tol32=2e-6)

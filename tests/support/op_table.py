@@ -7,6 +7,7 @@ var/std, norm, logsumexp, softmax, cumsum/cumprod), op_rows_indexing.py (gather/
 split/chunk/unbind, diagonal, flip/roll/repeat, tril/triu, einsum), op_rows_linalg.py
 (lucid.linalg, mm/bmm/dot/outer), op_rows_linalg2.py (svd, lstsq, pinv, matrix_exp, lu, the norms,
 cross, multi_dot), op_rows_special.py (log2 ... remainder, lgamma digamma polygamma erfinv, ...),
+op_rows_complex.py (a complex number's parts, complex * and /, through real inputs and outputs),
 op_rows_shape2.py (select, t, swapaxes, broadcast_to,
 meshgrid, unflatten, as_strided, ...), op_rows_order.py (sort/topk/median/quantile, cummax/logcumsumexp, var_mean/aminmax/nansum,
 cdist) and op_rows_inplace.py (the in-place ops, each writing into a
@@ -36,6 +37,7 @@ prints as a script (tests/support/row_source.py).
 import numpy as np
 
 import lucid
+from . import op_rows_complex
 from . import op_rows_elementwise
 from . import op_rows_indexing
 from . import op_rows_inplace
@@ -412,7 +414,7 @@ op("index_1d_int_to_0d", lambda x: x[3], lambda a: a[3], (((5,),),), (ANY,))
 
 OPS = [*CORE, *op_rows_elementwise.ROWS, *op_rows_statistics.ROWS, *op_rows_indexing.ROWS,
        *op_rows_linalg.ROWS, *op_rows_linalg2.ROWS, *op_rows_inplace.ROWS, *op_rows_special.ROWS,
-       *op_rows_order.ROWS, *op_rows_shape2.ROWS]
+       *op_rows_order.ROWS, *op_rows_shape2.ROWS, *op_rows_complex.ROWS]
 
 
 def _shape_id(shapes):

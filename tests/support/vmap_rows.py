@@ -7,7 +7,7 @@
 import math
 
 import lucid
-from .vmap_samples import NZ, P, Q, U, Call, Distinct, Idx, Mask, Spd, T, Upper, Well
+from .vmap_samples import NZ, P, Q, U, Z, Call, Distinct, Idx, Mask, Spd, T, Upper, Well
 
 CALLS = []
 
@@ -64,6 +64,17 @@ add("where", (Mask(2, 3), T(2, 3), T(3)), (Mask(3), T(), T(2, 1)), (Mask(2, 3), 
 add("masked_fill", (T(2, 3), Mask(2, 3), 0.5), (T(2, 3), Mask(3), -1.0), (T(), Mask(), 2.0),
     (T(2, 3), Mask(2, 3), T()))
 add("isclose", kw(T(2, 3), T(2, 3), rtol=0.5, atol=0.5))
+
+# -- complex numbers' parts, and complex arithmetic ----------------------------------------------
+for name in "conj conj_physical real imag angle abs view_as_real".split():
+    add(name, (Z(),), (Z(2, 3),))
+for name in "conj conj_physical real angle".split():
+    add(name, (T(2, 3),))
+add("view_as_complex", (T(2),), (T(3, 2),))
+add("complex", (T(2, 3), T(3)), (T(), T(2)))
+add("polar", (P(2, 3), T(3)), (P(), T(2)))
+for name in ("mul", "div"):
+    add(name, (Z(2, 3), Z(3)), (T(2, 3), Z(3)), (Z(), 2.0), (Z(2), 1j))
 
 # -- reductions ---------------------------------------------------------------------------------
 _TUPLE_DIMS = "sum mean amax amin prod nansum nanmean logsumexp var std norm"

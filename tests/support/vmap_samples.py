@@ -42,6 +42,11 @@ def NZ(*shape):
     return Leaf(shape, lambda rng, s: rng.choice([-1.0, 1.0], s) * rng.uniform(0.5, 2.0, s))
 
 
+def Z(*shape):
+    """complex128 values, normal real and imaginary parts."""
+    return Leaf(shape, lambda rng, s: rng.standard_normal(s) + 1j * rng.standard_normal(s))
+
+
 def Mask(*shape):
     return Leaf(shape, lambda rng, s: rng.random(s) < 0.5)
 

@@ -358,9 +358,17 @@ cdef BinaryBackward new_binary_node(int op):
     return PowBackward.__new__(PowBackward)
 
 
+cdef inline bint is_complex_tensor(Tensor t):
+    """t is a complex tensor (not None)."""
+    return t is not None and descr(t.data).kind == b'c'
+
+
 cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) except *:
     """Save what the op's backward reads, and only that: x*y keeps y for gx and x for gy; x/y
     keeps y, and x for gy; x**y keeps both; + and - keep nothing. The node's edges are set."""
+    if (op == OP_MUL or op == OP_DIV) and (is_complex_tensor(a) or is_complex_tensor(b)):
+        a = None if a is None else conj(a)   # Note [Complex gradients]: the real rules,
+        b = None if b is None else conj(b)   # conjugated
     if op == OP_MUL:
         if needs(node, 0):
             node.b = save_tensor(b, node, False)
@@ -418,9 +426,9 @@ cdef Tensor binary_op(int op, object x, object y):
     b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, name)
-    if dt.kind == b'c' and op != OP_ADD and op != OP_SUB:   # Note [Complex guard]
+    if dt.kind == b'c' and op == OP_POW:                    # Note [Complex guard]
         raise complex_refusal(name)
-    if op == OP_DIV and not is_float_dtype(dt):
+    if op == OP_DIV and not is_float_dtype(dt) and dt.kind != b'c':
         dt = default_float_dtype()
     elif op == OP_SUB and dt.kind == b'b':
         raise TypeError("sub: subtracting bool tensors is not supported; use logical ops")

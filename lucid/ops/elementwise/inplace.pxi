@@ -102,7 +102,7 @@ cdef void check_writable(Tensor self, Tensor value, int op, str name) except *:
     cdef cnp.dtype result = result_dtype(self, value)
     if op == INPLACE_SUB and result.kind == b'b':
         raise TypeError(f"{name}: subtracting bool tensors is not supported; use logical ops")
-    if op == INPLACE_DIV and not is_float_dtype(result):
+    if op == INPLACE_DIV and not is_float_dtype(result) and result.kind != b'c':
         raise RuntimeError(f"{name}: true division gives floating-point results, which can't be "
                            f"written into a {dtype_name(own)} tensor in place; use x = x / v for "
                            "a new float tensor, or convert first with x = x.float()")
@@ -278,7 +278,8 @@ cdef Tensor tangent_to_update(Tensor self, Tensor value, Tensor tv):
 cdef void inplace_jvp(Tensor self, Tensor value, int op) except *:
     """Note [In-place tangents]: write the tangent of self (op)= value into self's tangent,
     before self is written (the rules read self's old value)."""
-    if not is_float_dtype(descr(self.data)) or not fits_into(value, self):
+    if not (is_float_dtype(descr(self.data)) or descr(self.data).kind == b'c') or \
+            not fits_into(value, self):
         return                                   # (the write itself raises)
     cdef Tensor tv = tangent_of(value)
     cdef Tensor t = tangent_to_update(self, value, tv)
@@ -333,8 +334,6 @@ cdef Tensor inplace_binary(Tensor self, object other, int op, str name=None):
     if name is None:
         name = INPLACE_NAMES[op]
     cdef Tensor value = operand(other, name)
-    if op == INPLACE_MUL or op == INPLACE_DIV:   # Note [Complex guard]
-        refuse_complex(name.rstrip("_"), self, value)
     if value._wrapped_number:
         check_int_fits(other, descr(self.data), name)
     cdef bint recorded = check_inplace(self, value, name)

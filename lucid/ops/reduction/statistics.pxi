@@ -204,7 +204,9 @@ cdef Tensor var_or_std(object input, object dim, object unbiased, bint keepdim,
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = a.data - np.mean(a.data, axis=dims, keepdims=True)
         arr = np.sum(dev * dev, axis=dims, keepdims=keepdim) / (dof if dof > 0 else 0.0)
-        if is_std:
+        if a.data.size:                  # equal values: exactly 0 (their mean is off by an ulp,
+            arr = np.where(np.ptp(a.data, axis=dims, keepdims=keepdim) == 0, 0.0 * arr, arr)
+        if is_std:                       # and std's gradient would divide by that ulp)
             arr = np.sqrt(arr)
     cdef Tensor out = wrap(as_array(arr).astype(a.data.dtype, copy=False))
     if is_std:

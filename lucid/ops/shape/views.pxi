@@ -243,6 +243,8 @@ def as_strided(input, size, stride, storage_offset=None):
                            "non-negative")
     cdef object root = memory_root(t.data)
     cdef Py_ssize_t item = t.data.itemsize
+    if root.flags.f_contiguous and not root.flags.c_contiguous:
+        root = root.ravel(order="K")     # one block too (a reduction's result, ...): flat, in place
     if not root.flags.c_contiguous or root.dtype != t.data.dtype:
         raise RuntimeError("as_strided: the tensor's memory is not one block of its dtype")
     cdef Py_ssize_t own = (address_of(t.data) - address_of(root)) // item
