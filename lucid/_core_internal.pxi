@@ -203,5 +203,9 @@ cdef inline bint plain_pair(Tensor a, Tensor b) noexcept:
     function's forward and backward run by the one-pass loops."""
     return not (a._wrapped_number or b._wrapped_number) and small_fast_pair(a.data, b.data)
 
+cdef inline bint exact_number(object v):
+    """A float, or an int that a double holds exactly: a loop's constant, as NumPy would take it."""
+    return type(v) is float or (type(v) is int and -9007199254740992 <= v <= 9007199254740992)
+
 cdef class Fn1Backward(RuleBackward):            # ... with a one-pass backward loop
     cdef int fn                                  # (ops/elementwise/fused_grads.pxi): FN1_...

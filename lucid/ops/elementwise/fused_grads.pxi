@@ -16,7 +16,13 @@ cdef tuple fused_binary_grads(BinaryBackward node, int fn, Tensor g, Tensor x, T
     if not (fusing() and fast_pair(x.data, y.data) and fast_pair(g.data, x.data) and
             cnp.PyArray_SIZE(<cnp.ndarray>x.data) < fn2_limits[fn]):
         return None
-    ga, gb = fast_fn2_grads(fn, g.data, x.data, y.data, needs(node, 0), needs(node, 1))
+    return wrapped_pair(fast_fn2_grads(fn, g.data, x.data, y.data, needs(node, 0),
+                                       needs(node, 1)))
+
+
+cdef tuple wrapped_pair(tuple arrays):
+    """Two gradient arrays (either None) as tensors."""
+    ga, gb = arrays
     return (None if ga is None else wrap(ga), None if gb is None else wrap(gb))
 
 

@@ -87,8 +87,8 @@ cdef class SelectBackward(BinaryBackward):
             c = self.cond.unpack(self)
             if fusing() and small_fast(g.data) and fast_mask_for(c.data, g.data) and \
                     descr(g.data) is self.a_dtype:
-                ga, gb = fast_select_grads(c.data, g.data, needs(self, 0), needs(self, 1))
-                return (None if ga is None else wrap(ga), None if gb is None else wrap(gb))
+                return wrapped_pair(fast_select_grads(c.data, g.data, needs(self, 0),
+                                                      needs(self, 1)))
             wx, wy = c.data.astype(self.a_dtype), np.logical_not(c.data).astype(self.a_dtype)
         elif wx is None:
             raise_freed_graph(self)

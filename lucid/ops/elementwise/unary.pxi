@@ -292,11 +292,7 @@ define_op(sigmoid, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 cdef inline bint plain_bound(object v):
     """None, or a number a double holds exactly that is not NaN (clamp's loop takes it)."""
-    if v is None:
-        return True
-    if type(v) is float:
-        return v == v
-    return type(v) is int and -9007199254740992 <= v <= 9007199254740992
+    return v is None or (exact_number(v) and v == v)
 
 
 def clamp(input, min=None, max=None):

@@ -469,10 +469,8 @@ def masked_fill(input, mask, value):
     cdef tuple full
     cdef object fill, arr
     cdef Tensor out
-    if v is None and (type(value) is float or (type(value) is int and
-                                               -9007199254740992 <= value <= 9007199254740992)) \
-            and small_fast(t.data) and fast_mask_for(m, t.data):   # the typed loop
-        full = t.data.shape
+    if v is None and exact_number(value) and small_fast(t.data) and fast_mask_for(m, t.data):
+        full = t.data.shape                                      # the typed loop
         out = wrap(fast_select(m, t.data, None, value))
     else:
         full = broadcast_with_mask(t.data.shape, m, "masked_fill")
