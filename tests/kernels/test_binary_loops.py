@@ -127,3 +127,14 @@ def test_every_size_around_the_loops_limits_gives_the_rules_values(n):
         general = _run(BINARY[name], (xv, yv), np.float32, False)
         for u, v in zip(fast, general):
             np.testing.assert_allclose(u, v, rtol=4e-6, atol=0, err_msg=f"{name} n={n}")
+
+
+def test_where_saves_its_condition_and_refuses_an_in_place_change():
+    x = lucid.tensor(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)
+    y = lucid.tensor(np.array([4.0, 5.0, 6.0], np.float32), requires_grad=True)
+    c = lucid.tensor(np.array([True, False, True]))
+    out = lucid.where(c, x, y)
+    c[0] = False                                 # as PyTorch: the saved condition is checked
+    with pytest.raises(RuntimeError, match="inplace|in-place|modified"):
+        out.backward(lucid.tensor(np.ones(3, np.float32)))
+    assert x.grad is None and y.grad is None
