@@ -183,11 +183,35 @@ ctypedef Tensor (*binary_rule)(Tensor g, Tensor x, Tensor y)
 cdef class BinaryRuleBackward(BinaryBackward):   # ... that applies its two rules
     cdef binary_rule rule_x                      # (ops/elementwise/binary_functions.pxi)
     cdef binary_rule rule_y                      # NULL: the op is symmetric
+    cdef int fn                                  # its one-pass loops' LucidFn, or FN_NONE
 
 # -- the binary functions' recording, by rule (ops/elementwise/binary_functions.pxi) ------------
 cdef Tensor identity_rule(Tensor g, Tensor x, Tensor y)   # g
 cdef Tensor float_binary(object x, object y, str name, object ufunc, type node_type,
-                         binary_rule rule_x, binary_rule rule_y)   # ufunc(x, y), recorded by rules
+                         binary_rule rule_x, binary_rule rule_y, int fn)   # ufunc(x, y), recorded
 cdef void refuse_integers(cnp.dtype dt, str name) except *   # NotImplementedError unless dt floats
 cdef Tensor float_only_binary(object x, object y, str name, object ufunc, type node_type,
-                              binary_rule rule_x, binary_rule rule_y)   # float_binary, floats only
+                              binary_rule rule_x, binary_rule rule_y, int fn)   # ... floats only
+
+# -- the one-pass loops of the elementwise functions (kernels/binary_loops.pxi) -----------------
+# (fn: a code of kernels/fn_codes.pxi, which a module naming one includes)
+cdef bint small_fast(object x) noexcept          # contiguous float32/64 below LARGE elements
+cdef bint small_fast_pair(object x, object y) noexcept   # ... two, of one dtype and shape
+cdef bint fast_mask_for(object mask, object x) noexcept  # a contiguous bool array of x's shape
+cdef object fast_fn2(int fn, object x, object y)  # fn(x, y) of a small fast pair, new array
+cdef object fast_fn1(int fn, object x, double lo, double hi, double alt, bint has_lo,
+                     bint has_hi, object out=*)   # fn(x) (clamp, nan_to_num: the constants)
+cdef object fast_select(object mask, object x, object y, double fill)   # where / masked_fill
+cdef tuple fast_select_grads(object mask, object g, bint want_a, bint want_b)   # their backward
+
+cdef inline bint plain_pair(Tensor a, Tensor b) noexcept:
+    """Two tensors (neither a wrapped Python number) over a small fast pair of arrays: a binary
+    function's forward and backward run by the one-pass loops."""
+    return not (a._wrapped_number or b._wrapped_number) and small_fast_pair(a.data, b.data)
+
+cdef inline bint exact_number(object v):
+    """A float, or an int that a double holds exactly: a loop's constant, as NumPy would take it."""
+    return type(v) is float or (type(v) is int and -9007199254740992 <= v <= 9007199254740992)
+
+cdef class Fn1Backward(RuleBackward):            # ... with a one-pass backward loop
+    cdef int fn                                  # (ops/elementwise/fused_grads.pxi): FN1_...

@@ -227,7 +227,8 @@ cdef int accumulate_into_leaf(Tensor leaf, Tensor g, bint owned, bint create_gra
             elif owned:                   # Note [Gradient ownership]: nothing else can see it
                 leaf._grad = g
             else:
-                leaf._grad = wrap(np.array(g.data, order="C", copy=True))
+                leaf._grad = wrap(copy_fast(g.data) if is_fast(g.data) else
+                                  np.array(g.data, order="C", copy=True))
         elif create_graph or fw_active() or (<Tensor>leaf._grad).requires_grad_c():
             leaf._grad = add(leaf._grad, g)
         else:

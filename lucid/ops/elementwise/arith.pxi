@@ -131,12 +131,20 @@ cdef class MulBackward(BinaryBackward):
 
 
 cdef class DivBackward(BinaryBackward):
-    """z = x / y  ->  gx = div_rule_x = g/y, gy = div_rule_y = -g*x/y**2"""
+    """z = x / y  ->  gx = div_rule_x = g/y, gy = div_rule_y = -g*x/y**2 (in one pass where
+    nothing records: ops/elementwise/fused_grads.pxi)"""
     cdef tuple apply(self, tuple grads):
         g = grads[0]
         y = self.b.unpack(self)
+        cdef tuple fused
+        if not needs(self, 1):
+            return self.reduced(div_rule_x(g, None, y), None)
+        x = self.a.unpack(self)
+        fused = fused_binary_grads(self, FN_DIV, g, x, y)
+        if fused is not None:
+            return fused
         return self.reduced(div_rule_x(g, None, y) if needs(self, 0) else None,
-                            div_rule_y(g, self.a.unpack(self), y) if needs(self, 1) else None)
+                            div_rule_y(g, x, y))
 
 
 cdef class PowBackward(BinaryBackward):
@@ -145,6 +153,9 @@ cdef class PowBackward(BinaryBackward):
         g = grads[0]
         x = self.a.unpack(self)
         y = self.b.unpack(self)
+        cdef tuple fused = fused_binary_grads(self, FN_POW, g, x, y)   # where nothing records
+        if fused is not None:
+            return fused
         return self.reduced(pow_rule_x(g, x, y) if needs(self, 0) else None,
                             pow_rule_y(g, x, y) if needs(self, 1) else None)
 
@@ -400,6 +411,8 @@ cdef Tensor binary_op(int op, object x, object y):
             b = <Tensor>y
             if op != OP_POW and fast_pair(a.data, b.data):
                 return record_binary(op, wrap(fast_binary(op, a.data, b.data, None)), a, b, True)
+            if op == OP_POW and fn2_applies(FN_POW, a, b):   # libm's pow, when small
+                return record_binary(op, wrap(fast_fn2(FN_POW, a.data, b.data)), a, b)
             if op != OP_POW:                     # one stretched over a block of the other
                 arr = fast_broadcast(op, a.data, b.data)
                 if arr is not None:
@@ -485,15 +498,20 @@ define_op(pow, POINTWISE, NUMERIC, method="own", inplace=IN_PLACE)
 cdef class NegBackward(Node):
     """z = -x  ->  gx = -g"""
     cdef tuple apply(self, tuple grads):
-        return (neg(grads[0]),)
+        cdef Tensor g = grads[0]
+        if may_overwrite(self, g):
+            fast_fn1(FN1_NEG, g.data, 0, 0, 0, False, False, g.data)
+            return (g,)
+        return (neg(g),)
 
 
 cpdef Tensor neg(object x):
     """-x."""
     cdef Tensor a = operand(x, "neg")
-    if a.data.dtype.kind == "b":
+    if descr(a.data).kind == b'b':
         raise TypeError("neg: negation of a bool tensor is not supported; use logical_not")
-    cdef Tensor out = wrap(as_array(np.negative(a.data)))
+    cdef Tensor out = wrap(fast_fn1(FN1_NEG, a.data, 0, 0, 0, False, False) if is_fast(a.data)
+                           else as_array(np.negative(a.data)))
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
             set_tangent(out, linear_jvp(a, neg, ()))

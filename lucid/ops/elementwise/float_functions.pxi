@@ -13,14 +13,16 @@ cdef double PI = 3.141592653589793
 
 
 cdef Tensor numeric_binary(object x, object y, str name, object ufunc, type node_type,
-                           binary_rule rule_x, binary_rule rule_y):
+                           binary_rule rule_x, binary_rule rule_y, int fn):
     """ufunc(x, y) broadcasting: floating operands as float_binary (recorded by the rules);
     integer operands stay integer (no gradient), a zero divisor raising RuntimeError as in
     PyTorch; bool operands refused."""
     cdef Tensor a = operand(x, name), b = operand(y, name)
+    if plain_pair(a, b):
+        return float_binary(a, b, name, ufunc, node_type, rule_x, rule_y, fn)
     cdef cnp.dtype dt = result_dtype(a, b)
     if is_float_dtype(dt):
-        return float_binary(a, b, name, ufunc, node_type, rule_x, rule_y)
+        return float_binary(a, b, name, ufunc, node_type, rule_x, rule_y, fn)
     if dt.kind == b'b':
         raise RuntimeError(f"{name}: not implemented for bool tensors; convert them with .int()")
     check_operands_fit(x, y, a, b, dt, name)
@@ -112,14 +114,19 @@ cdef Tensor sinc_rule(Tensor g, Tensor x, Tensor y):
     return mul(g, sinc_slope(x))
 
 
-cdef class SincBackward(RuleBackward):
+cdef class SincBackward(Fn1Backward):
     """y = sinc(x)  ->  gx = sinc_rule(g, x, y) = g*(cos(pi x) - sinc(x))/x, 0 at x == 0"""
 
 
 cpdef Tensor sinc(object input):
     """The normalized sinc function sin(pi*input)/(pi*input), 1 at 0."""
-    return float_unary(input, "sinc", _sinc_kernel, SincBackward.__new__(SincBackward), False,
-                       sinc_rule)
+    cdef Tensor a = operand(input, "sinc")
+    cdef SincBackward node = SincBackward.__new__(SincBackward)
+    node.fn = FN1_SINC
+    if small_fast(a.data):
+        return record_rule(wrap(fast_fn1(FN1_SINC, a.data, 0, 0, 0, False, False)), a, node,
+                           False, sinc_rule)
+    return float_unary(a, "sinc", _sinc_kernel, node, False, sinc_rule)
 define_op(sinc, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -158,7 +165,7 @@ cdef class Logaddexp2Backward(BinaryRuleBackward):
 cpdef Tensor logaddexp2(object input, object other):
     """log2(2**input + 2**other), without overflow (floating tensors only)."""
     return float_only_binary(input, other, "logaddexp2", np.logaddexp2, Logaddexp2Backward,
-                             logaddexp2_rule_x, NULL)
+                             logaddexp2_rule_x, NULL, FN_LOGADDEXP2)
 define_op(logaddexp2, POINTWISE, FLOAT_ONLY)
 
 
@@ -173,7 +180,8 @@ cdef class HypotBackward(BinaryRuleBackward):
 
 cpdef Tensor hypot(object input, object other):
     """sqrt(input**2 + other**2), without overflow (floating tensors only)."""
-    return float_only_binary(input, other, "hypot", np.hypot, HypotBackward, hypot_rule_x, NULL)
+    return float_only_binary(input, other, "hypot", np.hypot, HypotBackward, hypot_rule_x, NULL,
+                             FN_HYPOT)
 define_op(hypot, POINTWISE, FLOAT_ONLY, inplace=IN_PLACE)
 
 
@@ -206,7 +214,7 @@ cdef class XlogyBackward(BinaryRuleBackward):
 cpdef Tensor xlogy(object input, object other):
     """input * log(other), 0 where input == 0 unless other is NaN."""
     return float_binary(input, other, "xlogy", _xlogy_kernel, XlogyBackward, xlogy_rule_x,
-                        xlogy_rule_y)
+                        xlogy_rule_y, FN_XLOGY)
 define_op(xlogy, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -231,7 +239,7 @@ cdef class CopysignBackward(BinaryRuleBackward):
 cpdef Tensor copysign(object input, object other):
     """|input| with the sign (bit) of other; integers compute in the default float dtype."""
     return float_binary(input, other, "copysign", np.copysign, CopysignBackward,
-                        copysign_rule_x, copysign_rule_y)
+                        copysign_rule_x, copysign_rule_y, FN_COPYSIGN)
 define_op(copysign, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -249,7 +257,7 @@ cdef class FmodBackward(BinaryRuleBackward):
 cpdef Tensor fmod(object input, object other):
     """The remainder of input/other with input's sign (C's fmod); integers stay integer."""
     return numeric_binary(input, other, "fmod", np.fmod, FmodBackward, identity_rule,
-                          fmod_rule_y)
+                          fmod_rule_y, FN_FMOD)
 define_op(fmod, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
@@ -275,18 +283,20 @@ cdef class RemainderBackward(BinaryRuleBackward):
 cpdef Tensor remainder(object input, object other):
     """The remainder of input/other with other's sign (Python's %); integers stay integer."""
     return numeric_binary(input, other, "remainder", _remainder_kernel, RemainderBackward,
-                          identity_rule, remainder_rule_y)
+                          identity_rule, remainder_rule_y, FN_REMAINDER)
 define_op(remainder, POINTWISE, NUMERIC, inplace=IN_PLACE)
 
 
 # -- nan_to_num --------------------------------------------------------------------------------
+
+from libc.float cimport DBL_MAX, FLT_MAX     # the default replacements of +-inf
 
 cdef Tensor nan_to_num_rule(Tensor g, Tensor x, Tensor y):
     """g where x is finite, exactly 0 where it was replaced"""
     return select_grad(g, np.isfinite(x.data))
 
 
-cdef class NanToNumBackward(RuleBackward):
+cdef class NanToNumBackward(Fn1Backward):
     """y = nan_to_num(x)  ->  gx = nan_to_num_rule(g, x, y) = g where x is finite, else 0"""
 
 
@@ -304,6 +314,16 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     cdef cnp.dtype dt = descr(a.data)
     cdef object info
     cdef object values
+    cdef NanToNumBackward node = NanToNumBackward.__new__(NanToNumBackward)
+    node.fn = FN1_NAN_TO_NUM
+    cdef double largest
+    if small_fast(a.data):          # the typed loop: a C cast takes a value beyond dt's to +-inf
+        largest = FLT_MAX if dt.itemsize == 4 else DBL_MAX
+        return record_rule(wrap(fast_fn1(
+            FN1_NAN_TO_NUM, a.data, 0.0 if nan is None else float_arg(nan, "nan_to_num", "nan"),
+            largest if posinf is None else float_arg(posinf, "nan_to_num", "posinf"),
+            -largest if neginf is None else float_arg(neginf, "nan_to_num", "neginf"),
+            False, False)), a, node, False, nan_to_num_rule)
     if is_float_dtype(dt):
         info = np.finfo(dt)
         values = (replacement(nan, 0.0, dt, "nan"), replacement(posinf, info.max, dt, "posinf"),
@@ -317,6 +337,5 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     np.copyto(arr, values[0], where=np.isnan(arr))
     np.copyto(arr, values[1], where=np.isposinf(arr))
     np.copyto(arr, values[2], where=np.isneginf(arr))
-    return record_rule(wrap(arr), a, NanToNumBackward.__new__(NanToNumBackward), False,
-                       nan_to_num_rule)
+    return record_rule(wrap(arr), a, node, False, nan_to_num_rule)
 define_op(nan_to_num, POINTWISE, ANY, inplace=IN_PLACE)

@@ -54,20 +54,46 @@ cdef Tensor zero_grad_like(Tensor g):
 
 
 cdef class SelectBackward(BinaryBackward):
-    """z = select(x, y) elementwise  ->  gx = select_grad(g, wx), gy = select_grad(g, wy)"""
+    """z = select(x, y) elementwise  ->  gx = select_grad(g, wx), gy = select_grad(g, wy)
+
+    The weights are kept (weight_x, weight_y), or made here from what the node saved: for
+    maximum and minimum of a plain pair (fn) the inputs a, b; for where of one (cond) the
+    condition; where nothing records, those compute the gradients in one pass instead."""
     cdef object weight_x          # ndarray: x's share of g (1 picked, 0.5 tie, 0 not picked)
     cdef object weight_y          # ndarray: y's share of g
+    cdef int fn                   # FN_MAXIMUM / FN_MINIMUM when a, b are saved, else FN_NONE
+    cdef SavedTensor cond         # where's condition, when saved
 
     cdef void release_saved(self):
         self.weight_x = None
         self.weight_y = None
+        self.a = None
+        self.b = None
+        self.cond = None
 
     cdef tuple apply(self, tuple grads):
-        if self.weight_x is None:
+        cdef Tensor g = grads[0]
+        cdef Tensor x, y, c
+        cdef tuple fused
+        wx, wy = self.weight_x, self.weight_y
+        if self.fn != FN_NONE and self.a is not None:
+            x = self.a.unpack(self)
+            y = self.b.unpack(self)
+            fused = fused_binary_grads(self, self.fn, g, x, y)
+            if fused is not None:
+                return fused
+            wx, wy = extremum_weights(x.data, y.data, self.fn == FN_MAXIMUM, descr(x.data))
+        elif self.cond is not None:
+            c = self.cond.unpack(self)
+            if fusing() and small_fast(g.data) and fast_mask_for(c.data, g.data) and \
+                    descr(g.data) is self.a_dtype:
+                return wrapped_pair(fast_select_grads(c.data, g.data, needs(self, 0),
+                                                      needs(self, 1)))
+            wx, wy = c.data.astype(self.a_dtype), np.logical_not(c.data).astype(self.a_dtype)
+        elif wx is None:
             raise_freed_graph(self)
-        g = grads[0]
-        return self.reduced(select_grad(g, self.weight_x) if needs(self, 0) else None,
-                            select_grad(g, self.weight_y) if needs(self, 1) else None)
+        return self.reduced(select_grad(g, wx) if needs(self, 0) else None,
+                            select_grad(g, wy) if needs(self, 1) else None)
 
 
 cdef class MaximumBackward(SelectBackward):
@@ -121,21 +147,45 @@ cdef object extremum_share(object loses, object tie, cnp.dtype dtype):
     return share
 
 
+cdef tuple extremum_weights(object x, object y, bint is_max, cnp.dtype dtype):
+    """(x's share, y's share) of the gradient of maximum(x, y) (is_max) or minimum(x, y)."""
+    a_wins = (x > y) if is_max else (x < y)
+    b_wins = (y > x) if is_max else (y < x)
+    tie = x == y
+    return (extremum_share(b_wins, tie, dtype), extremum_share(a_wins, tie, dtype))
+
+
+cdef inline bint records_pair(Tensor a, Tensor b) noexcept:
+    """Does an op on a, b record a node (grad mode on, an input requiring grad)?"""
+    return grad_enabled() and (a.requires_grad_c() or b.requires_grad_c())
+
+
 cdef Tensor extremum(object x, object y, bint is_max):
     cdef str name = "maximum" if is_max else "minimum"
     cdef Tensor a = operand(x, name), b = operand(y, name)
+    cdef Tensor out
+    cdef SelectBackward node = None
+    if fn2_applies(FN_MAXIMUM, a, b) and not fw_active():   # one loop; the backward saves a, b
+        out = wrap(fast_fn2(FN_MAXIMUM if is_max else FN_MINIMUM, a.data, b.data))
+        if not records_pair(a, b):
+            return out
+        node = MaximumBackward.__new__(MaximumBackward) if is_max else \
+            MinimumBackward.__new__(MinimumBackward)
+        record_broadcast(node, a, b, out)
+        node.fn = FN_MAXIMUM if is_max else FN_MINIMUM
+        node.a = save_tensor(a, node, False)
+        node.b = save_tensor(b, node, False)
+        attach_output(out, node, 0)
+        return out
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, name)
-    cdef Tensor out = wrap(binary_kernel(np.maximum if is_max else np.minimum, a, b, dt, name))
-    if not (fw_active() or (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()))):
+    out = wrap(binary_kernel(np.maximum if is_max else np.minimum, a, b, dt, name))
+    if not (fw_active() or records_pair(a, b)):
         return out
-    a_wins = (a.data > b.data) if is_max else (a.data < b.data)
-    b_wins = (b.data > a.data) if is_max else (b.data < a.data)
-    tie = a.data == b.data
     node = MaximumBackward.__new__(MaximumBackward) if is_max else \
         MinimumBackward.__new__(MinimumBackward)
-    return record_select(out, a, b, node, extremum_share(b_wins, tie, descr(out.data)),
-                         extremum_share(a_wins, tie, descr(out.data)))
+    wx, wy = extremum_weights(a.data, b.data, is_max, descr(out.data))
+    return record_select(out, a, b, node, wx, wy)
 
 
 cpdef Tensor maximum(object x, object y):
@@ -153,9 +203,19 @@ define_op(minimum, POINTWISE, ANY, method="own")
 cpdef Tensor where(object condition, object x, object y):
     """x where condition holds, else y (broadcasting all three)."""
     cdef Tensor c = operand(condition, "where")
-    if c.data.dtype != bool_:
+    if cnp.PyArray_TYPE(<cnp.ndarray>c.data) != cnp.NPY_BOOL:
         raise TypeError(f"where: condition must be a bool tensor, got {dtype_name(c.data.dtype)}")
     cdef Tensor a = operand(x, "where"), b = operand(y, "where")
+    cdef Tensor out
+    cdef SelectBackward node
+    if plain_pair(a, b) and fast_mask_for(c.data, a.data) and not fw_active():
+        out = wrap(fast_select(c.data, a.data, b.data, 0))   # the backward saves c
+        if records_pair(a, b):
+            node = WhereBackward.__new__(WhereBackward)
+            record_broadcast(node, a, b, out)
+            node.cond = save_tensor(c, node, False)
+            attach_output(out, node, 0)
+        return out
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, "where")
     cdef object arr
@@ -164,8 +224,8 @@ cpdef Tensor where(object condition, object x, object y):
     except ValueError:
         raise RuntimeError(f"where: shapes {c.data.shape}, {a.data.shape} and {b.data.shape} "
                            "cannot be broadcast together") from None
-    cdef Tensor out = wrap(arr)
-    if not (fw_active() or (grad_enabled() and (a.requires_grad_c() or b.requires_grad_c()))):
+    out = wrap(arr)
+    if not (fw_active() or records_pair(a, b)):
         return out
     return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(dt),
                          np.logical_not(c.data).astype(dt))

@@ -203,9 +203,16 @@ cdef class ClampBackward(UnaryBackward):
     """y = clamp(x, lo, hi)  ->  gx = g*(lo <= x <= hi)"""
     cdef object lo
     cdef object hi
+    cdef bint plain                   # lo, hi exact doubles, not NaN: the one-pass loop applies
 
     cdef tuple apply(self, tuple grads):
-        return (clamp_grad(grads[0], self.saved_x.unpack(self), self.lo, self.hi),)
+        cdef Tensor g = grads[0]
+        cdef Tensor x = self.saved_x.unpack(self)
+        if self.plain and fusing() and fast_pair(g.data, x.data) and small_fast(x.data):
+            return (wrap(fast_fn1_grad(FN1_CLAMP, g.data, x.data, 0 if self.lo is None else
+                                       self.lo, 0 if self.hi is None else self.hi,
+                                       self.lo is not None, self.hi is not None)),)
+        return (clamp_grad(g, x, self.lo, self.hi),)
 
 
 cdef Tensor clamp_grad(Tensor g, Tensor x, object lo, object hi):
@@ -283,16 +290,31 @@ cpdef Tensor sigmoid(object x):
 define_op(sigmoid, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
+cdef inline bint plain_bound(object v):
+    """None, or a number a double holds exactly that is not NaN (clamp's loop takes it)."""
+    return v is None or (exact_number(v) and v == v)
+
+
 def clamp(input, min=None, max=None):
     """input limited to [min, max] (either bound may be None)."""
-    cdef Tensor a = operand(input, "clamp")
+    return clamp_tensor(operand(input, "clamp"), min, max)
+
+
+cdef Tensor clamp_tensor(Tensor a, object min, object max):
+    """clamp(a, min, max): a small fast a with plain bounds by the typed loop, else np.clip."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of min and max must be given")
     for bound in (min, max):
         if bound is not None and not isinstance(bound, (int, float)):
             raise TypeError(f"clamp: bounds must be numbers, got {type(bound).__name__}")
         check_int_fits(bound, descr(a.data), "clamp")
-    cdef Tensor out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
+    cdef bint plain = small_fast(a.data) and plain_bound(min) and plain_bound(max)
+    cdef Tensor out
+    if plain:
+        out = wrap(fast_fn1(FN1_CLAMP, a.data, 0 if min is None else min,
+                            0 if max is None else max, 0, min is not None, max is not None))
+    else:
+        out = wrap(as_array(np.clip(a.data, min, max)).astype(a.data.dtype, copy=False))
     cdef Tensor ta
     cdef long level
     if fw_active():
@@ -310,6 +332,7 @@ def clamp(input, min=None, max=None):
     cdef ClampBackward node = ClampBackward.__new__(ClampBackward)
     node.lo = min
     node.hi = max
+    node.plain = plain
     record(node, a, None)
     attach_output(out, node, 0)
     node.saved_x = save_tensor(a, node, False)
@@ -326,7 +349,7 @@ cdef Tensor one_sided_clamp(object input, object bound, bint lower, str op):
     if not is_number(bound):
         raise TypeError(f"{op}: argument '{'min' if lower else 'max'}' must be a number or a "
                         f"Tensor, not {type(bound).__name__}")
-    return clamp(t, bound, None) if lower else clamp(t, None, bound)
+    return clamp_tensor(t, bound, None) if lower else clamp_tensor(t, None, bound)
 
 
 def clamp_min(input, min):

@@ -435,7 +435,11 @@ cdef class MaskedFillBackward(Node):
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0]
         gx = gv = None
-        if needs(self, 0):
+        if needs(self, 0) and self.x_shape is None and not grad_enabled() and not fw_active() \
+                and small_fast(g.data) and fast_mask_for(self.mask, g.data) and \
+                descr(g.data) is self.x_dtype:           # one pass where nothing records
+            gx = wrap(fast_select_grads(self.mask, g.data, False, True)[1])
+        elif needs(self, 0):
             gx = reduce_grad(select_grad(g, np.logical_not(self.mask)), self.x_shape, self.x_dtype)
         if self.num_inputs > 1 and needs(self, 1):
             gv = reduce_grad(select_grad(g, self.mask), (), self.v_dtype)
@@ -462,11 +466,17 @@ def masked_fill(input, mask, value):
                         f"{type(value).__name__}")
     else:
         check_int_fits(value, descr(t.data), "masked_fill")
-    cdef tuple full = broadcast_with_mask(t.data.shape, m, "masked_fill")
-    cdef object fill = v.data if v is not None else value
-    cdef object arr = np.where(m, np.asarray(fill).astype(t.data.dtype, casting="unsafe"),
-                               t.data)
-    cdef Tensor out = wrap(as_array(arr).astype(t.data.dtype, copy=False))
+    cdef tuple full
+    cdef object fill, arr
+    cdef Tensor out
+    if v is None and exact_number(value) and small_fast(t.data) and fast_mask_for(m, t.data):
+        full = t.data.shape                                      # the typed loop
+        out = wrap(fast_select(m, t.data, None, value))
+    else:
+        full = broadcast_with_mask(t.data.shape, m, "masked_fill")
+        fill = v.data if v is not None else value
+        arr = np.where(m, np.asarray(fill).astype(t.data.dtype, casting="unsafe"), t.data)
+        out = wrap(as_array(arr).astype(t.data.dtype, copy=False))
     cdef tuple ins = (t,) if v is None else (t, v)
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
