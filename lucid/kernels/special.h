@@ -183,10 +183,12 @@ static inline double lucid_special_one(int op, int n, double x, const double* co
     }
 }
 
-/* out[i] = op(x[i]) for size elements (n: polygamma's order, 1 <= n < INT_MAX - 2); 0, or -1
+/* out[i] = op(x[i]) for size elements (n: polygamma's order, 1 <= n < INT_MAX - 2), times
+   g[i] unless g is NULL (a fused backward: g * f'(x), f' another special function); 0, or -1
    when out of memory */
 #define LUCID_SPECIAL_LOOP(T, SUFFIX)                                                        \
-    static int lucid_special_##SUFFIX(int op, int n, const T* x, T* out, long size) {       \
+    static inline int lucid_special_scaled_##SUFFIX(                                        \
+            int op, int n, const T* g, const T* x, T* out, long size) {                     \
         double* coef = NULL;                                                                 \
         if (op == SP_POLYGAMMA && n <= LUCID_REFLECTED_ORDERS) {                            \
             coef = (double*)malloc(2 * (size_t)(n + 2) * sizeof(double));                   \
@@ -194,8 +196,10 @@ static inline double lucid_special_one(int op, int n, double x, const double* co
                 return -1;                                                                   \
             lucid_cot_derivative(n, coef, coef + n + 2);                                    \
         }                                                                                    \
-        for (long i = 0; i < size; i++)                                                      \
-            out[i] = (T)lucid_special_one(op, n, (double)x[i], coef);                        \
+        for (long i = 0; i < size; i++) {                                                    \
+            T v = (T)lucid_special_one(op, n, (double)x[i], coef);                           \
+            out[i] = g == NULL ? v : g[i] * v;                                               \
+        }                                                                                    \
         free(coef);                                                                          \
         return 0;                                                                            \
     }
