@@ -174,6 +174,8 @@ cdef Tensor table_unary(object x, str name, int op, object ufunc, RuleBackward n
                         bint save_output, unary_rule rule, bint quiet=*)   # float_unary
                                                  # with op's loops
 cdef object table_forward(int op, Tensor a, double p, double q)   # op's loop on a, or None
+cdef Tensor record_table(object arr, Tensor a, RuleBackward node, int op, bint save_output,
+                         unary_rule rule)        # record_rule, node running op's fused loop
 cdef bint fused_grad_applies(Tensor g, Tensor s)   # nothing records, g and s a fast pair
 cdef Tensor table_grad(Node node, int op, Tensor g, Tensor s, double p, double q)   # fused
                                                  # g*op'(x) when nothing records, or None

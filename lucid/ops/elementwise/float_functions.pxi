@@ -142,9 +142,7 @@ cpdef Tensor frac(object input):
     if arr is None:
         with np.errstate(invalid="ignore"):
             arr = as_array(np.subtract(a.data, np.trunc(a.data)))
-    cdef RuleBackward node = FracBackward.__new__(FracBackward)
-    node.table_op = UN_FRAC
-    return record_rule(wrap(arr), a, node, False, frac_rule)
+    return record_table(arr, a, FracBackward.__new__(FracBackward), UN_FRAC, False, frac_rule)
 define_op(frac, POINTWISE, FLOAT_ONLY, inplace=IN_PLACE)
 
 

@@ -51,9 +51,8 @@ cdef Tensor special_op(object x, int op, int table_op, str name, RuleBackward no
     table_op's fused backward (Note [Table ops])."""
     cdef Tensor a = operand(x, name)
     cdef object arr = table_forward(table_op, a, 0.0, 0.0)
-    node.table_op = table_op
-    return record_rule(wrap(special_kernel(op, 0, a) if arr is None else arr), a, node,
-                       save_output, rule)
+    return record_table(special_kernel(op, 0, a) if arr is None else arr, a, node, table_op,
+                        save_output, rule)
 
 
 # -- erfc --------------------------------------------------------------------------------------
@@ -87,8 +86,8 @@ cdef class LgammaBackward(RuleBackward):
 
 cpdef Tensor lgamma(object input):
     """log|Gamma(input)| (inf at the poles 0, -1, -2, ...)."""
-    return special_op(input, SP_LGAMMA, UN_LGAMMA, "lgamma", LgammaBackward.__new__(LgammaBackward), False,
-                      lgamma_rule)
+    return special_op(input, SP_LGAMMA, UN_LGAMMA, "lgamma", LgammaBackward.__new__(LgammaBackward),
+                      False, lgamma_rule)
 define_op(lgamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -104,8 +103,8 @@ cdef class DigammaBackward(RuleBackward):
 cpdef Tensor digamma(object input):
     """The logarithmic derivative of Gamma, Gamma'(input)/Gamma(input) (-inf at 0, NaN at the
     negative integers, as PyTorch)."""
-    return special_op(input, SP_DIGAMMA, UN_DIGAMMA, "digamma", DigammaBackward.__new__(DigammaBackward),
-                      False, digamma_rule)
+    return special_op(input, SP_DIGAMMA, UN_DIGAMMA, "digamma",
+                      DigammaBackward.__new__(DigammaBackward), False, digamma_rule)
 define_op(digamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -191,6 +190,6 @@ cdef class ErfinvBackward(RuleBackward):
 
 cpdef Tensor erfinv(object input):
     """The inverse of erf on (-1, 1): +-inf at +-1, NaN beyond."""
-    return special_op(input, SP_ERFINV, UN_ERFINV, "erfinv", ErfinvBackward.__new__(ErfinvBackward), True,
-                      erfinv_rule)
+    return special_op(input, SP_ERFINV, UN_ERFINV, "erfinv", ErfinvBackward.__new__(ErfinvBackward),
+                      True, erfinv_rule)
 define_op(erfinv, POINTWISE, FLOAT, inplace=IN_PLACE)

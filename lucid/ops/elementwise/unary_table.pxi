@@ -54,6 +54,13 @@ cdef Tensor table_unary(object x, str name, int op, object ufunc, RuleBackward n
     elif arr is None:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             arr = unary_kernel(ufunc, a)
+    return record_table(arr, a, node, op, save_output, rule)
+
+
+cdef Tensor record_table(object arr, Tensor a, RuleBackward node, int op, bint save_output,
+                         unary_rule rule):
+    """arr, op's forward of a, as a tensor recorded by rule (record_rule), node running op's
+    fused loop."""
     node.table_op = op
     return record_rule(wrap(arr), a, node, save_output, rule)
 
