@@ -35,6 +35,13 @@ cdef inline bint is_differentiable_dtype(cnp.dtype dt) noexcept:
     return dt.kind == b'f' or dt.kind == b'c'
 
 
+cdef inline bint is_fast(object arr) noexcept:
+    """C-contiguous float32 or float64: the typed loops apply (kernels/typed_loops.pxi)."""
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    cdef int t = cnp.PyArray_TYPE(a)
+    return (t == cnp.NPY_FLOAT64 or t == cnp.NPY_FLOAT32) and cnp.PyArray_IS_C_CONTIGUOUS(a)
+
+
 cdef inline bint needs(Node node, Py_ssize_t i) noexcept:
     """Does forward input i of node want a gradient?"""
     return node.next_edges[i].node != NULL
@@ -150,6 +157,8 @@ cdef class UnaryBackward(Node):                  # a unary op's node (ops/elemen
 cdef class RuleBackward(UnaryBackward):          # ... that applies its rule
     cdef unary_rule rule
     cdef bint saved_is_output                    # saved_x is the output
+    cdef int table_op                            # its fused backward loop (a LucidUnary), or
+                                                 # UN_NONE (ops/elementwise/unary_table.pxi)
 
 # -- the elementwise ops' recording, by rule (ops/elementwise/unary.pxi) --------------------------
 cdef Tensor unary_jvp(unary_rule rule, Tensor a, Tensor out)   # out's tangent by rule, or None
@@ -157,6 +166,26 @@ cdef Tensor record_rule(Tensor out, Tensor a, RuleBackward node, bint save_outpu
                         unary_rule rule)         # out's tangent and node by rule
 cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bint save_output,
                         unary_rule rule)         # ufunc(x) in a float dtype, recorded by rule
+
+# -- the table ops: typed forward and fused backward loops (ops/elementwise/unary_table.pxi) -----
+cdef extern from "kernels/unary_codes.h" nogil:
+    cdef enum LucidUnary:                        # the table ops' codes
+        UN_NONE, UN_SIN, UN_COS, UN_TAN, UN_ASIN, UN_ACOS, UN_ATAN, UN_SINH, UN_COSH,
+        UN_LOG1P, UN_EXPM1, UN_LOG2, UN_LOG10, UN_EXP2, UN_RSQRT, UN_RECIPROCAL,
+        UN_ERF, UN_ERFC, UN_LGAMMA, UN_DIGAMMA, UN_ERFINV,
+        UN_ABS, UN_RELU, UN_FRAC, UN_SIGN, UN_FLOOR, UN_CEIL, UN_TRUNC, UN_ROUND,
+        UN_SILU, UN_GELU, UN_GELU_TANH, UN_SOFTPLUS, UN_LEAKY_RELU, UN_ELU
+
+cdef Tensor table_unary(object x, str name, int op, object ufunc, RuleBackward node,
+                        bint save_output, unary_rule rule, bint quiet=*)   # float_unary
+                                                 # with op's loops
+cdef object table_forward(int op, Tensor a, double p, double q)   # op's loop on a, or None
+cdef Tensor record_table(object arr, Tensor a, RuleBackward node, int op, bint save_output,
+                         unary_rule rule)        # record_rule, node running op's fused loop
+cdef bint fused_grad_applies(Tensor g, Tensor s)   # nothing records, g and s a fast pair
+cdef Tensor table_grad(Node node, int op, Tensor g, Tensor s, double p, double q)   # fused
+                                                 # g*op'(x) when nothing records, or None
+cdef object new_array_like(object arr)           # an uninitialised array like arr (pooled)
 cpdef Tensor sqrt(object x)
 
 cdef class AmaxBackward(Node):                   # y = amax(x, dims) (ops/reduction/reduce.pxi)

@@ -60,7 +60,7 @@ cdef void set_fn2_limits() noexcept:
     cdef int i
     for i in range(16):
         fn2_limits[i] = LARGE
-    if numpy_has_avx512_tanh():         # (the same question: NumPy's AVX-512 kernels dispatched)
+    if NUMPY_AVX512:                    # NumPy runs its AVX-512 kernels (typed_loops.pxi)
         fn2_limits[<int>FN_POW] = SVML_LOOP_MAX
         fn2_limits[<int>FN_ATAN2] = SVML_LOOP_MAX
     fn2_limits[<int>FN_LOGADDEXP] = EXP_LOOP_MAX

@@ -10,6 +10,9 @@
      tanh already rounds to 1;
    both are computed and one is selected, so there is no branch in the loop. target_clones gives
    an AVX2 version and a baseline one, picked at load time. */
+#ifndef LUCID_SIMD_H
+#define LUCID_SIMD_H
+
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
@@ -59,3 +62,5 @@ __attribute__((target_clones("avx2", "default")))   /* ifunc dispatch: GCC on x8
 static void lucid_tanh_f32(const float* x, float* out, long n) {
     for (long i = 0; i < n; i++) out[i] = lucid_tanh1(x[i]);
 }
+
+#endif

@@ -83,17 +83,31 @@ static const double LUCID_ZETA_TERMS[12] = {
     1.3382536530684679e-11, -3.3896802963225829e-13, 8.5860620562778446e-15,
     -2.1748686985580619e-16, 5.5090028283602295e-18, -1.3954464685812523e-19};
 
+/* a^-s for a > 0, s >= 2: by repeated squaring when s is an integer up to 64 (polygamma's
+   s = n + 1; a few ulp from pow, at a tenth of its ~150 instructions), else pow */
+static inline double lucid_inv_pow(double a, double s) {
+    if (s > 64.0 || s != (double)(int)s)
+        return pow(a, -s);
+    double r = 1.0, base = a;
+    for (int k = (int)s; k != 0; k >>= 1) {
+        if (k & 1)
+            r *= base;
+        base *= base;
+    }
+    return 1.0 / r;
+}
+
 /* zeta(s, q) = sum_k (q + k)^-s for s >= 2 and q > 0 */
 static double lucid_hurwitz_zeta(double s, double q) {
     double limit = 2.0 * s > 10.0 ? 2.0 * s : 10.0, a = q, direct = 0.0;
     while (a < limit) {
-        double term = pow(a, -s);
+        double term = lucid_inv_pow(a, s);
         direct += term;
         if (term <= direct * 1e-17)
             return direct;
         a += 1.0;
     }
-    double p = pow(a, -s);
+    double p = lucid_inv_pow(a, s);
     double sum = direct + a * p / (s - 1.0) + 0.5 * p;
     double rising = s / a;                       /* s (s+1) ... (s+2j-2) / a^(2j-1) */
     for (int j = 1; j <= 12; j++) {
@@ -183,10 +197,12 @@ static inline double lucid_special_one(int op, int n, double x, const double* co
     }
 }
 
-/* out[i] = op(x[i]) for size elements (n: polygamma's order, 1 <= n < INT_MAX - 2); 0, or -1
+/* out[i] = op(x[i]) for size elements (n: polygamma's order, 1 <= n < INT_MAX - 2), times
+   g[i] unless g is NULL (a fused backward: g * f'(x), f' another special function); 0, or -1
    when out of memory */
 #define LUCID_SPECIAL_LOOP(T, SUFFIX)                                                        \
-    static int lucid_special_##SUFFIX(int op, int n, const T* x, T* out, long size) {       \
+    static inline int lucid_special_scaled_##SUFFIX(                                        \
+            int op, int n, const T* g, const T* x, T* out, long size) {                     \
         double* coef = NULL;                                                                 \
         if (op == SP_POLYGAMMA && n <= LUCID_REFLECTED_ORDERS) {                            \
             coef = (double*)malloc(2 * (size_t)(n + 2) * sizeof(double));                   \
@@ -194,8 +210,10 @@ static inline double lucid_special_one(int op, int n, double x, const double* co
                 return -1;                                                                   \
             lucid_cot_derivative(n, coef, coef + n + 2);                                    \
         }                                                                                    \
-        for (long i = 0; i < size; i++)                                                      \
-            out[i] = (T)lucid_special_one(op, n, (double)x[i], coef);                        \
+        for (long i = 0; i < size; i++) {                                                    \
+            T v = (T)lucid_special_one(op, n, (double)x[i], coef);                           \
+            out[i] = g == NULL ? v : g[i] * v;                                               \
+        }                                                                                    \
         free(coef);                                                                          \
         return 0;                                                                            \
     }

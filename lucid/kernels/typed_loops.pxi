@@ -24,6 +24,16 @@ cdef extern from "kernels/loops.h" nogil:
     double lucid_sum_f32(const float* a, long n)
     double lucid_sum_f64(const double* a, long n)
 
+cdef extern from "kernels/unary_loops.h" nogil:
+    # (the op codes, enum LucidUnary, are declared in _core_internal.pxi: lucid._ops uses them)
+    void lucid_unary_f32(int op, const float* a, float* o, long n, double p, double q)
+    void lucid_unary_f64(int op, const double* a, double* o, long n, double p, double q)
+    void lucid_unary_grad_f32(int op, const float* g, const float* s, float* o, long n,
+                              double p, double q)
+    void lucid_unary_grad_f64(int op, const double* g, const double* s, double* o, long n,
+                              double p, double q)
+    long lucid_unary_limit(int op, int numpy_simd, int backward)
+
 cdef enum:
     LARGE = 2048
 
@@ -31,11 +41,7 @@ ctypedef fused real:
     float
     double
 
-cdef inline bint is_fast(object arr) noexcept:
-    """C-contiguous float32 or float64: the typed loops apply."""
-    cdef cnp.ndarray a = <cnp.ndarray>arr
-    cdef int t = cnp.PyArray_TYPE(a)
-    return (t == cnp.NPY_FLOAT64 or t == cnp.NPY_FLOAT32) and cnp.PyArray_IS_C_CONTIGUOUS(a)
+# (is_fast, the test for a C-contiguous float32 or float64 array, is in _core_internal.pxi)
 
 
 cdef inline bint fast_pair(object x, object y) noexcept:
@@ -124,11 +130,12 @@ cdef enum FastUnary:
     U_EXP, U_LOG, U_TANH, U_SIGMOID
 
 
-cdef bint numpy_has_avx512_tanh():
+cdef bint numpy_runs_avx512():
     """Does NumPy run its AVX-512 kernels here (X86_V4 / AVX512_SKX dispatched and not disabled
     by NPY_DISABLE_CPU_FEATURES)? Its float32 tanh is then a 16-wide kernel ~5x faster than
-    lucid's 8-wide one (kernels/simd.h); on its AVX2 path lucid's is faster. Decided once, at import,
-    from NumPy's own dispatch report: deterministic, no timing."""
+    lucid's 8-wide one (kernels/simd.h), and its SVML kernels (tan, asin, sinh, log1p, ...) beat
+    the C library's (kernels/unary_loops.h); on its AVX2 path lucid's are faster. Decided once,
+    at import, from NumPy's own dispatch report: deterministic, no timing."""
     try:
         from numpy._core._multiarray_umath import __cpu_features__ as features
     except ImportError:
@@ -136,7 +143,7 @@ cdef bint numpy_has_avx512_tanh():
     return bool(features.get("X86_V4", False) or features.get("AVX512_SKX", False))
 
 
-cdef bint NUMPY_TANH_F32_WINS = numpy_has_avx512_tanh()
+cdef bint NUMPY_AVX512 = numpy_runs_avx512()
 
 
 cdef inline void loop_unary(int op, real* a, real* o, Py_ssize_t n) noexcept nogil:
@@ -168,7 +175,7 @@ cdef object fast_unary(int op, object ufunc, object x):
     cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
     if op == U_TANH and cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32 and \
-            not (NUMPY_TANH_F32_WINS and n >= LARGE):
+            not (NUMPY_AVX512 and n >= LARGE):
         lucid_tanh_f32(<float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n)
     elif n >= LARGE:
         ufunc(x, out=out)
@@ -176,6 +183,41 @@ cdef object fast_unary(int op, object ufunc, object x):
         loop_unary[double](op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(o), n)
     else:
         loop_unary[float](op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n)
+    return out
+
+
+cdef inline bint table_loop_fits(int op, object arr, bint backward) noexcept:
+    """Does op's typed loop (kernels/unary_loops.h) beat NumPy's kernels at arr's size, forward
+    or backward (LUCID_UNARY_LIMITS, for the NumPy path this process runs)?"""
+    return op != UN_NONE and \
+        cnp.PyArray_SIZE(<cnp.ndarray>arr) <= lucid_unary_limit(op, NUMPY_AVX512, backward)
+
+
+cdef object table_loop(int op, object x, double p, double q):
+    """Table op op (p, q: its parameters) of a fast x into a new array of x's dtype."""
+    cdef object out = empty_like_fast(x)
+    cdef cnp.ndarray a = <cnp.ndarray>x, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT64:
+        lucid_unary_f64(op, <double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(o), n, p, q)
+    else:
+        lucid_unary_f32(op, <float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(o), n, p, q)
+    return out
+
+
+cdef object table_grad_loop(int op, object g, object s, object out, double p, double q):
+    """g * op'(x) in one pass (s: the saved input or output), into out (which may be g) or a new
+    array when None; g, s fast, same dtype and shape."""
+    if out is None:
+        out = empty_like_fast(s)
+    cdef cnp.ndarray gg = <cnp.ndarray>g, ss = <cnp.ndarray>s, o = <cnp.ndarray>out
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(ss)
+    if cnp.PyArray_TYPE(ss) == cnp.NPY_FLOAT64:
+        lucid_unary_grad_f64(op, <double*>cnp.PyArray_DATA(gg), <double*>cnp.PyArray_DATA(ss),
+                             <double*>cnp.PyArray_DATA(o), n, p, q)
+    else:
+        lucid_unary_grad_f32(op, <float*>cnp.PyArray_DATA(gg), <float*>cnp.PyArray_DATA(ss),
+                             <float*>cnp.PyArray_DATA(o), n, p, q)
     return out
 
 

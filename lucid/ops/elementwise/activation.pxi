@@ -34,8 +34,8 @@ cdef class SiluBackward(RuleBackward):
 
 cpdef Tensor silu(object x):
     """x * sigmoid(x)."""
-    return float_unary(x, "silu", _silu_kernel, SiluBackward.__new__(SiluBackward), False,
-                       silu_rule)
+    return table_unary(x, "silu", UN_SILU, _silu_kernel, SiluBackward.__new__(SiluBackward),
+                       False, silu_rule)
 define_op(silu, POINTWISE, FLOAT)
 
 
@@ -88,11 +88,11 @@ cdef class GeluBackward(RuleBackward):
 def gelu(input, approximate="none"):
     """x * Phi(x) (Phi the standard normal CDF); approximate="tanh" uses PyTorch's tanh form."""
     if approximate == "none":
-        return float_unary(input, "gelu", _gelu_kernel, GeluBackward.__new__(GeluBackward),
-                           False, gelu_rule)
+        return table_unary(input, "gelu", UN_GELU, _gelu_kernel,
+                           GeluBackward.__new__(GeluBackward), False, gelu_rule)
     if approximate == "tanh":
-        return float_unary(input, "gelu", _gelu_tanh_kernel, GeluBackward.__new__(GeluBackward),
-                           False, gelu_tanh_rule)
+        return table_unary(input, "gelu", UN_GELU_TANH, _gelu_tanh_kernel,
+                           GeluBackward.__new__(GeluBackward), False, gelu_tanh_rule)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
 define_op(gelu, POINTWISE, FLOAT)
 
@@ -103,19 +103,23 @@ ctypedef Tensor (*param_rule)(Tensor g, Tensor x, double p, double q)
 
 
 cdef class ParamRuleBackward(UnaryBackward):
-    """Shared apply of the parametrised activations' nodes: rule(g, x, p, q) on the saved x."""
+    """Shared apply of the parametrised activations' nodes: rule(g, x, p, q) on the saved x, or
+    the table op's fused loop when nothing records (Note [Table ops])."""
     cdef param_rule rule
+    cdef int table_op
     cdef double p
     cdef double q
 
     cdef tuple apply(self, tuple grads):
-        return (self.rule(grads[0], self.saved_x.unpack(self), self.p, self.q),)
+        cdef Tensor x = self.saved_x.unpack(self)
+        cdef Tensor fused = table_grad(self, self.table_op, grads[0], x, self.p, self.q)
+        return (self.rule(grads[0], x, self.p, self.q) if fused is None else fused,)
 
 
-cdef Tensor record_param(Tensor out, Tensor a, ParamRuleBackward node, param_rule rule, double p,
-                         double q):
-    """out's tangent rule(tangent of a, a, p, q) under a dual level; node (saving a) when a
-    requires grad."""
+cdef Tensor record_param(Tensor out, Tensor a, ParamRuleBackward node, param_rule rule,
+                         int table_op, double p, double q):
+    """out's tangent rule(tangent of a, a, p, q) under a dual level; node (saving a; its fused
+    backward table_op's) when a requires grad."""
     cdef Tensor t
     cdef long level
     if fw_active():
@@ -131,6 +135,7 @@ cdef Tensor record_param(Tensor out, Tensor a, ParamRuleBackward node, param_rul
     if not (grad_enabled() and a.requires_grad_c()):
         return out
     node.rule = rule
+    node.table_op = table_op
     node.p = p
     node.q = q
     record(node, a, None)
@@ -172,16 +177,18 @@ def softplus(input, beta=1, threshold=20):
                                                                            "threshold")
     if b == 0:
         raise ValueError("softplus: beta must be nonzero (the result divides by beta)")
-    bx = np.multiply(a.data, b, dtype=a.data.dtype)
-    # max(bx, 0) + log1p(exp(-|bx|)): no overflow for large |bx|, no loss for very negative bx
-    smooth = as_array(np.negative(np.abs(bx)))
-    np.exp(smooth, out=smooth)
-    np.log1p(smooth, out=smooth)
-    smooth += np.maximum(bx, 0)
-    smooth /= b
-    out = as_array(np.where(bx > th, a.data, smooth))
+    out = table_forward(UN_SOFTPLUS, a, b, th)
+    if out is None:
+        bx = np.multiply(a.data, b, dtype=a.data.dtype)
+        # max(bx, 0) + log1p(exp(-|bx|)): no overflow for large |bx|, no loss for very negative bx
+        smooth = as_array(np.negative(np.abs(bx)))
+        np.exp(smooth, out=smooth)
+        np.log1p(smooth, out=smooth)
+        smooth += np.maximum(bx, 0)
+        smooth /= b
+        out = as_array(np.where(bx > th, a.data, smooth))
     return record_param(wrap(out), a, SoftplusBackward.__new__(SoftplusBackward), softplus_rule,
-                        b, th)
+                        UN_SOFTPLUS, b, th)
 define_op(softplus, POINTWISE, FLOAT_ONLY)
 
 
@@ -198,9 +205,12 @@ def leaky_relu(input, negative_slope=0.01):
     """x where x > 0, else negative_slope * x."""
     cdef Tensor a = activation_float_operand(input, "leaky_relu")
     cdef double slope = number_arg(negative_slope, "leaky_relu", "negative_slope")
-    out = as_array(np.where(a.data > 0, a.data, np.multiply(a.data, slope, dtype=a.data.dtype)))
+    out = table_forward(UN_LEAKY_RELU, a, slope, 0.0)
+    if out is None:
+        out = as_array(np.where(a.data > 0, a.data,
+                                np.multiply(a.data, slope, dtype=a.data.dtype)))
     return record_param(wrap(out), a, LeakyReluBackward.__new__(LeakyReluBackward),
-                        leaky_relu_rule, slope, 0.0)
+                        leaky_relu_rule, UN_LEAKY_RELU, slope, 0.0)
 define_op(leaky_relu, POINTWISE, FLOAT_ONLY)
 
 
@@ -220,8 +230,11 @@ def elu(input, alpha=1.0):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     cdef Tensor a = activation_float_operand(input, "elu")
     cdef double al = number_arg(alpha, "elu", "alpha")
-    negative = as_array(np.expm1(np.minimum(a.data, 0)))
-    negative *= al
-    out = as_array(np.where(a.data > 0, a.data, negative))
-    return record_param(wrap(out), a, EluBackward.__new__(EluBackward), elu_rule, al, 0.0)
+    out = table_forward(UN_ELU, a, al, 0.0)
+    if out is None:
+        negative = as_array(np.expm1(np.minimum(a.data, 0)))
+        negative *= al
+        out = as_array(np.where(a.data > 0, a.data, negative))
+    return record_param(wrap(out), a, EluBackward.__new__(EluBackward), elu_rule, UN_ELU, al,
+                        0.0)
 define_op(elu, POINTWISE, FLOAT_ONLY)

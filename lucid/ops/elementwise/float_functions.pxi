@@ -44,7 +44,7 @@ cdef class Log2Backward(RuleBackward):
 
 cpdef Tensor log2(object input):
     """Base-2 logarithm of input."""
-    return float_unary(input, "log2", np.log2, Log2Backward.__new__(Log2Backward), False,
+    return table_unary(input, "log2", UN_LOG2, np.log2, Log2Backward.__new__(Log2Backward), False,
                        log2_rule)
 define_op(log2, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -60,8 +60,8 @@ cdef class Log10Backward(RuleBackward):
 
 cpdef Tensor log10(object input):
     """Base-10 logarithm of input."""
-    return float_unary(input, "log10", np.log10, Log10Backward.__new__(Log10Backward), False,
-                       log10_rule)
+    return table_unary(input, "log10", UN_LOG10, np.log10, Log10Backward.__new__(Log10Backward),
+                       False, log10_rule)
 define_op(log10, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -76,7 +76,7 @@ cdef class Exp2Backward(RuleBackward):
 
 cpdef Tensor exp2(object input):
     """2 ** input."""
-    return float_unary(input, "exp2", np.exp2, Exp2Backward.__new__(Exp2Backward), True,
+    return table_unary(input, "exp2", UN_EXP2, np.exp2, Exp2Backward.__new__(Exp2Backward), True,
                        exp2_rule)
 define_op(exp2, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -145,9 +145,11 @@ cpdef Tensor frac(object input):
     """The fractional part input - trunc(input), with input's sign (floating tensors only)."""
     cdef Tensor a = operand(input, "frac")
     refuse_integers(descr(a.data), "frac")
-    with np.errstate(invalid="ignore"):
-        arr = as_array(np.subtract(a.data, np.trunc(a.data)))
-    return record_rule(wrap(arr), a, FracBackward.__new__(FracBackward), False, frac_rule)
+    cdef object arr = table_forward(UN_FRAC, a, 0.0, 0.0)
+    if arr is None:
+        with np.errstate(invalid="ignore"):
+            arr = as_array(np.subtract(a.data, np.trunc(a.data)))
+    return record_table(arr, a, FracBackward.__new__(FracBackward), UN_FRAC, False, frac_rule)
 define_op(frac, POINTWISE, FLOAT_ONLY, inplace=IN_PLACE)
 
 

@@ -23,7 +23,7 @@ cdef class Log1pBackward(RuleBackward):
 
 cpdef Tensor log1p(object x):
     """log(1 + x), accurate for x near 0."""
-    return float_unary(x, "log1p", np.log1p, Log1pBackward.__new__(Log1pBackward), False,
+    return table_unary(x, "log1p", UN_LOG1P, np.log1p, Log1pBackward.__new__(Log1pBackward), False,
                        log1p_rule)
 define_op(log1p, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -39,7 +39,7 @@ cdef class Expm1Backward(RuleBackward):
 
 cpdef Tensor expm1(object x):
     """exp(x) - 1, accurate for x near 0."""
-    return float_unary(x, "expm1", np.expm1, Expm1Backward.__new__(Expm1Backward), True,
+    return table_unary(x, "expm1", UN_EXPM1, np.expm1, Expm1Backward.__new__(Expm1Backward), True,
                        expm1_rule)
 define_op(expm1, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -83,8 +83,8 @@ def _rsqrt_kernel(arr, dtype=None):
 
 cpdef Tensor rsqrt(object x):
     """1 / sqrt(x)."""
-    return float_unary(x, "rsqrt", _rsqrt_kernel, RsqrtBackward.__new__(RsqrtBackward), True,
-                       rsqrt_rule)
+    return table_unary(x, "rsqrt", UN_RSQRT, _rsqrt_kernel, RsqrtBackward.__new__(RsqrtBackward),
+                       True, rsqrt_rule)
 define_op(rsqrt, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -104,7 +104,7 @@ def _reciprocal_kernel(arr, dtype=None):
 
 cpdef Tensor reciprocal(object x):
     """1 / x."""
-    return float_unary(x, "reciprocal", _reciprocal_kernel,
+    return table_unary(x, "reciprocal", UN_RECIPROCAL, _reciprocal_kernel,
                        ReciprocalBackward.__new__(ReciprocalBackward), True, reciprocal_rule)
 define_op(reciprocal, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -122,7 +122,7 @@ cdef class TanBackward(RuleBackward):
 
 cpdef Tensor tan(object x):
     """Tangent of x."""
-    return float_unary(x, "tan", np.tan, TanBackward.__new__(TanBackward), True, tan_rule)
+    return table_unary(x, "tan", UN_TAN, np.tan, TanBackward.__new__(TanBackward), True, tan_rule)
 define_op(tan, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -137,7 +137,8 @@ cdef class AsinBackward(RuleBackward):
 
 cpdef Tensor asin(object x):
     """Arcsine of x (NaN outside [-1, 1])."""
-    return float_unary(x, "asin", np.arcsin, AsinBackward.__new__(AsinBackward), False, asin_rule)
+    return table_unary(x, "asin", UN_ASIN, np.arcsin, AsinBackward.__new__(AsinBackward), False,
+                       asin_rule)
 define_op(asin, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -152,7 +153,8 @@ cdef class AcosBackward(RuleBackward):
 
 cpdef Tensor acos(object x):
     """Arccosine of x (NaN outside [-1, 1])."""
-    return float_unary(x, "acos", np.arccos, AcosBackward.__new__(AcosBackward), False, acos_rule)
+    return table_unary(x, "acos", UN_ACOS, np.arccos, AcosBackward.__new__(AcosBackward), False,
+                       acos_rule)
 define_op(acos, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -167,7 +169,8 @@ cdef class AtanBackward(RuleBackward):
 
 cpdef Tensor atan(object x):
     """Arctangent of x."""
-    return float_unary(x, "atan", np.arctan, AtanBackward.__new__(AtanBackward), False, atan_rule)
+    return table_unary(x, "atan", UN_ATAN, np.arctan, AtanBackward.__new__(AtanBackward), False,
+                       atan_rule)
 define_op(atan, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -182,7 +185,8 @@ cdef class SinhBackward(RuleBackward):
 
 cpdef Tensor sinh(object x):
     """Hyperbolic sine of x."""
-    return float_unary(x, "sinh", np.sinh, SinhBackward.__new__(SinhBackward), False, sinh_rule)
+    return table_unary(x, "sinh", UN_SINH, np.sinh, SinhBackward.__new__(SinhBackward), False,
+                       sinh_rule)
 define_op(sinh, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -197,7 +201,8 @@ cdef class CoshBackward(RuleBackward):
 
 cpdef Tensor cosh(object x):
     """Hyperbolic cosine of x."""
-    return float_unary(x, "cosh", np.cosh, CoshBackward.__new__(CoshBackward), False, cosh_rule)
+    return table_unary(x, "cosh", UN_COSH, np.cosh, CoshBackward.__new__(CoshBackward), False,
+                       cosh_rule)
 define_op(cosh, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -228,7 +233,8 @@ cdef class ErfBackward(RuleBackward):
 
 cpdef Tensor erf(object x):
     """The error function 2/sqrt(pi) * integral_0^x exp(-t*t) dt."""
-    return float_unary(x, "erf", _erf_kernel, ErfBackward.__new__(ErfBackward), False, erf_rule)
+    return table_unary(x, "erf", UN_ERF, _erf_kernel, ErfBackward.__new__(ErfBackward), False,
+                       erf_rule)
 define_op(erf, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -242,23 +248,31 @@ cdef Tensor zero_rule(Tensor g, Tensor x, Tensor y):
 cdef class StepBackward(Node):
     """y = sign/floor/ceil/round/trunc(x)  ->  gx = zero_rule(g, x, y) = 0
 
-    Named after its op (SignBackward, FloorBackward, ...); it saves nothing."""
+    Named after its op (SignBackward, FloorBackward, ...); it saves nothing. Its zeros come from
+    the table's loop when nothing records (Note [Table ops])."""
     cdef str label
+    cdef int table_op
 
     cpdef str name(self):
         return self.label
 
     cdef tuple apply(self, tuple grads):
-        return (zero_rule(grads[0], None, None),)
+        cdef Tensor g = grads[0]
+        cdef Tensor fused = None if self.table_op == UN_NONE else \
+            table_grad(self, self.table_op, g, g, 0.0, 0.0)
+        return (zero_rule(g, None, None) if fused is None else fused,)
 
 
-cdef Tensor step_op(object x, str name, object float_kernel, object int_kernel):
-    """float_kernel(x) for float x, int_kernel(x) (None: a copy) for integer and bool x; recorded
-    with a zero gradient and, under forward mode, a zero tangent."""
+cdef Tensor step_op(object x, str name, int op, object float_kernel, object int_kernel):
+    """float_kernel(x) (op's typed loop when it applies) for float x, int_kernel(x) (None: a
+    copy) for integer and bool x; recorded with a zero gradient and, under forward mode, a zero
+    tangent."""
     cdef Tensor a = operand(x, name)
     cdef object arr
     if is_float_dtype(descr(a.data)):
-        arr = as_array(float_kernel(a.data))
+        arr = table_forward(op, a, 0.0, 0.0)
+        if arr is None:
+            arr = as_array(float_kernel(a.data))
     elif int_kernel is None or a.data.dtype.kind == "b":
         arr = np.array(a.data, copy=True)
     else:
@@ -271,6 +285,7 @@ cdef Tensor step_op(object x, str name, object float_kernel, object int_kernel):
         return out
     cdef StepBackward node = StepBackward.__new__(StepBackward)
     node.label = name.capitalize() + "Backward"
+    node.table_op = op
     record(node, a, None)
     attach_output(out, node, 0)
     return out
@@ -286,25 +301,25 @@ def _sign_kernel(arr):
 
 cpdef Tensor sign(object x):
     """-1, 0 or 1 by the sign of x (0 for NaN, like PyTorch); its gradient is zero."""
-    return step_op(x, "sign", _sign_kernel, np.sign)
+    return step_op(x, "sign", UN_SIGN, _sign_kernel, np.sign)
 define_op(sign, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor floor(object x):
     """The largest integer <= x (integer tensors unchanged); its gradient is zero."""
-    return step_op(x, "floor", np.floor, None)
+    return step_op(x, "floor", UN_FLOOR, np.floor, None)
 define_op(floor, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor ceil(object x):
     """The smallest integer >= x (integer tensors unchanged); its gradient is zero."""
-    return step_op(x, "ceil", np.ceil, None)
+    return step_op(x, "ceil", UN_CEIL, np.ceil, None)
 define_op(ceil, POINTWISE, ANY, inplace=IN_PLACE)
 
 
 cpdef Tensor trunc(object x):
     """x rounded toward zero (integer tensors unchanged); its gradient is zero."""
-    return step_op(x, "trunc", np.trunc, None)
+    return step_op(x, "trunc", UN_TRUNC, np.trunc, None)
 define_op(trunc, POINTWISE, ANY, inplace=IN_PLACE)
 
 
@@ -313,7 +328,7 @@ def round(input, *, decimals=0):
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round: decimals must be an int, not {type(decimals).__name__}")
     if decimals == 0:
-        return step_op(input, "round", np.round, None)
+        return step_op(input, "round", UN_ROUND, np.round, None)
     kernel = lambda arr: np.round(arr, decimals)
-    return step_op(input, "round", kernel, kernel if decimals < 0 else None)
+    return step_op(input, "round", UN_NONE, kernel, kernel if decimals < 0 else None)
 define_op(round, POINTWISE, ANY, inplace=IN_PLACE)

@@ -10,41 +10,49 @@
 cdef extern from "kernels/special.h" nogil:
     enum LucidSpecial:
         SP_LGAMMA, SP_DIGAMMA, SP_POLYGAMMA, SP_ERFINV, SP_ERFC
-    int lucid_special_f64(int op, int n, const double* x, double* out, long size)
-    int lucid_special_f32(int op, int n, const float* x, float* out, long size)
+    int lucid_special_scaled_f64(int op, int n, const double* g, const double* x, double* out,
+                                 long size)
+    int lucid_special_scaled_f32(int op, int n, const float* g, const float* x, float* out,
+                                 long size)
 
 cdef double SQRT_PI_OVER_2 = 0.8862269254527580         # sqrt(pi)/2, d/dx erfinv(x) at 0
 
 
-cdef object special_kernel(int op, int n, Tensor a):
+cdef object special_kernel(int op, int n, Tensor a, Tensor g=None):
     """op (n: polygamma's order) over a's elements in a fresh C-ordered array of a's floating
-    dtype (integer and bool inputs compute in the default float dtype, like PyTorch)."""
+    dtype (integer and bool inputs compute in the default float dtype, like PyTorch); times g's
+    elements when g is given (a fast array of a's dtype and shape: a fused backward)."""
     cdef cnp.dtype dt = descr(a.data)
     if not is_float_dtype(dt):
         dt = default_float_dtype()
-    cdef cnp.ndarray src = np.asarray(a.data, dtype=dt, order="C")     # 0-d stays 0-d
-    cdef cnp.ndarray out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(src), cnp.PyArray_DIMS(src),
-                                           cnp.PyArray_TYPE(src), 0)
+    cdef cnp.ndarray src = a.data if is_fast(a.data) else \
+        np.asarray(a.data, dtype=dt, order="C")                          # 0-d stays 0-d
+    cdef cnp.ndarray out = new_array_like(src)
     cdef long size = cnp.PyArray_SIZE(src)
+    cdef void* scale = NULL if g is None else cnp.PyArray_DATA(<cnp.ndarray>g.data)
     cdef int failed
     if cnp.PyArray_TYPE(src) == cnp.NPY_FLOAT64:
         with nogil:
-            failed = lucid_special_f64(op, n, <double*>cnp.PyArray_DATA(src),
-                                       <double*>cnp.PyArray_DATA(out), size)
+            failed = lucid_special_scaled_f64(op, n, <double*>scale,
+                                              <double*>cnp.PyArray_DATA(src),
+                                              <double*>cnp.PyArray_DATA(out), size)
     else:
         with nogil:
-            failed = lucid_special_f32(op, n, <float*>cnp.PyArray_DATA(src),
-                                       <float*>cnp.PyArray_DATA(out), size)
+            failed = lucid_special_scaled_f32(op, n, <float*>scale, <float*>cnp.PyArray_DATA(src),
+                                              <float*>cnp.PyArray_DATA(out), size)
     if failed:
         raise MemoryError()
     return out
 
 
-cdef Tensor special_op(object x, int op, str name, RuleBackward node, bint save_output,
-                       unary_rule rule):
-    """op's kernel on x, recorded by rule."""
+cdef Tensor special_op(object x, int op, int table_op, str name, RuleBackward node,
+                       bint save_output, unary_rule rule):
+    """op's kernel on x (table_op's typed loop when it applies), recorded by rule with
+    table_op's fused backward (Note [Table ops])."""
     cdef Tensor a = operand(x, name)
-    return record_rule(wrap(special_kernel(op, 0, a)), a, node, save_output, rule)
+    cdef object arr = table_forward(table_op, a, 0.0, 0.0)
+    return record_table(special_kernel(op, 0, a) if arr is None else arr, a, node, table_op,
+                        save_output, rule)
 
 
 # -- erfc --------------------------------------------------------------------------------------
@@ -60,7 +68,7 @@ cdef class ErfcBackward(RuleBackward):
 
 cpdef Tensor erfc(object input):
     """The complementary error function 1 - erf(input), accurate where erf is near 1."""
-    return special_op(input, SP_ERFC, "erfc", ErfcBackward.__new__(ErfcBackward), False,
+    return special_op(input, SP_ERFC, UN_ERFC, "erfc", ErfcBackward.__new__(ErfcBackward), False,
                       erfc_rule)
 define_op(erfc, POINTWISE, FLOAT, inplace=IN_PLACE)
 
@@ -78,8 +86,8 @@ cdef class LgammaBackward(RuleBackward):
 
 cpdef Tensor lgamma(object input):
     """log|Gamma(input)| (inf at the poles 0, -1, -2, ...)."""
-    return special_op(input, SP_LGAMMA, "lgamma", LgammaBackward.__new__(LgammaBackward), False,
-                      lgamma_rule)
+    return special_op(input, SP_LGAMMA, UN_LGAMMA, "lgamma", LgammaBackward.__new__(LgammaBackward),
+                      False, lgamma_rule)
 define_op(lgamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -95,8 +103,8 @@ cdef class DigammaBackward(RuleBackward):
 cpdef Tensor digamma(object input):
     """The logarithmic derivative of Gamma, Gamma'(input)/Gamma(input) (-inf at 0, NaN at the
     negative integers, as PyTorch)."""
-    return special_op(input, SP_DIGAMMA, "digamma", DigammaBackward.__new__(DigammaBackward),
-                      False, digamma_rule)
+    return special_op(input, SP_DIGAMMA, UN_DIGAMMA, "digamma",
+                      DigammaBackward.__new__(DigammaBackward), False, digamma_rule)
 define_op(digamma, POINTWISE, FLOAT, inplace=IN_PLACE)
 
 
@@ -112,7 +120,10 @@ cdef class PolygammaBackward(UnaryBackward):
     cdef int n
 
     cdef tuple apply(self, tuple grads):
-        return (polygamma_rule(self.n, grads[0], self.saved_x.unpack(self)),)
+        cdef Tensor g = grads[0], x = self.saved_x.unpack(self)
+        if fused_grad_applies(g, x):         # g*polygamma(n + 1, x) in one pass
+            return (wrap(special_kernel(SP_POLYGAMMA, self.n + 1, x, g)),)
+        return (polygamma_rule(self.n, g, x),)
 
 
 cdef Tensor polygamma_jvp(int n, Tensor a):
@@ -179,6 +190,6 @@ cdef class ErfinvBackward(RuleBackward):
 
 cpdef Tensor erfinv(object input):
     """The inverse of erf on (-1, 1): +-inf at +-1, NaN beyond."""
-    return special_op(input, SP_ERFINV, "erfinv", ErfinvBackward.__new__(ErfinvBackward), True,
-                      erfinv_rule)
+    return special_op(input, SP_ERFINV, UN_ERFINV, "erfinv", ErfinvBackward.__new__(ErfinvBackward),
+                      True, erfinv_rule)
 define_op(erfinv, POINTWISE, FLOAT, inplace=IN_PLACE)
