@@ -259,20 +259,15 @@ def test_update_writes_a_baseline_that_then_passes(fake_guard, capsys):
     assert "!!" not in out and "W15 op (4,)" in out
 
 
-def test_a_regression_beyond_five_percent_fails_loudly(fake_guard, capsys):
+@pytest.mark.parametrize("worse, named", [({"w1": 2_120_100}, "W1"),
+                                           ({"add": 424_100}, "W15 add")],
+                         ids=["a workload", "one op, by name"])
+def test_a_regression_beyond_five_percent_fails_loudly(fake_guard, capsys, worse, named):
     path = str(fake_guard["path"])
     ic.main(["--update", "--baseline", path])
-    fake_guard["run"] = current(w1=2_120_100)
+    fake_guard["run"] = current(**worse)
     assert ic.main(["--baseline", path]) == 1
-    assert "!! W1: +6.00% instructions per repetition" in capsys.readouterr().out
-
-
-def test_a_regression_of_one_op_beyond_five_percent_fails_by_name(fake_guard, capsys):
-    path = str(fake_guard["path"])
-    ic.main(["--update", "--baseline", path])
-    fake_guard["run"] = current(add=424_100)
-    assert ic.main(["--baseline", path]) == 1
-    assert "!! W15 add: +6.00% instructions per repetition" in capsys.readouterr().out
+    assert f"!! {named}: +6.00% instructions per repetition" in capsys.readouterr().out
 
 
 def test_an_op_added_or_gone_fails_and_names_update(fake_guard, capsys):
