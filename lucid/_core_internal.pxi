@@ -174,7 +174,7 @@ cdef extern from "kernels/unary_codes.h" nogil:
         UN_LOG1P, UN_EXPM1, UN_LOG2, UN_LOG10, UN_EXP2, UN_RSQRT, UN_RECIPROCAL,
         UN_ERF, UN_ERFC, UN_LGAMMA, UN_DIGAMMA, UN_ERFINV,
         UN_ABS, UN_RELU, UN_FRAC, UN_SIGN, UN_FLOOR, UN_CEIL, UN_TRUNC, UN_ROUND,
-        UN_SILU, UN_GELU, UN_GELU_TANH, UN_SOFTPLUS, UN_LEAKY_RELU, UN_ELU
+        UN_SILU, UN_GELU, UN_GELU_TANH, UN_SOFTPLUS, UN_LEAKY_RELU, UN_ELU, UN_ANGLE
 
 cdef Tensor table_unary(object x, str name, int op, object ufunc, RuleBackward node,
                         bint save_output, unary_rule rule, bint quiet=*)   # float_unary

@@ -10,6 +10,7 @@ enum LucidUnary {
     UN_ERF, UN_ERFC, UN_LGAMMA, UN_DIGAMMA, UN_ERFINV,
     UN_ABS, UN_RELU, UN_FRAC, UN_SIGN, UN_FLOOR, UN_CEIL, UN_TRUNC, UN_ROUND,
     UN_SILU, UN_GELU, UN_GELU_TANH, UN_SOFTPLUS, UN_LEAKY_RELU, UN_ELU,
+    UN_ANGLE,                           /* of a real input: pi below 0, else 0 */
     UN_COUNT
 };
 

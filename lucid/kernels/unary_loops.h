@@ -64,6 +64,7 @@ static const LucidUnaryLimit LUCID_UNARY_LIMITS[UN_COUNT] = {
     [UN_SOFTPLUS] = {512, 512, 1024, 1024},
     [UN_LEAKY_RELU] = {LUCID_ANY, LUCID_ANY, LUCID_ANY, LUCID_ANY},
     [UN_ELU] = {LUCID_ANY, LUCID_ANY, LUCID_ANY, LUCID_ANY},
+    [UN_ANGLE] = {LUCID_ANY, LUCID_ANY, LUCID_ANY, LUCID_ANY},
 };
 
 static inline long lucid_unary_limit(int op, int numpy_simd, int backward) {
@@ -117,6 +118,7 @@ static const double LUCID_COT_D1[3] = {-1.0, 0.0, -1.0};
         case UN_RELU: LUCID_EACH(T, x > 0 || x != x ? x : (T)0)    /* np.maximum(x, 0): +0 */   \
         case UN_FRAC: LUCID_EACH(T, x - trunc##F(x))                                            \
         case UN_SIGN: LUCID_EACH(T, x > 0 ? one : x < 0 ? -one : (T)0)     /* NaN: 0 */         \
+        case UN_ANGLE: LUCID_EACH(T, x < 0 ? (T)3.141592653589793 : x == x ? (T)0 : x)         \
         case UN_FLOOR: LUCID_EACH(T, floor##F(x))                                               \
         case UN_CEIL: LUCID_EACH(T, ceil##F(x))                                                 \
         case UN_TRUNC: LUCID_EACH(T, trunc##F(x))                                               \
@@ -166,7 +168,7 @@ static const double LUCID_COT_D1[3] = {-1.0, 0.0, -1.0};
         case UN_ABS: LUCID_EACH_GRAD(T, s > 0 ? g : s < 0 ? -g : s == 0 ? (T)0 : s)             \
         case UN_RELU: LUCID_EACH_GRAD(T, s > 0 ? g : (T)0)                          /* s = y */ \
         case UN_FRAC: LUCID_EACH_GRAD(T, g)                                                     \
-        case UN_SIGN: case UN_FLOOR: case UN_CEIL: case UN_TRUNC: case UN_ROUND:                \
+        case UN_SIGN: case UN_FLOOR: case UN_CEIL: case UN_TRUNC: case UN_ROUND: case UN_ANGLE: \
             LUCID_EACH_GRAD(T, (T)0)                                                            \
         case UN_SILU:                                                                           \
             for (long i = 0; i < n; i++) {                                                      \

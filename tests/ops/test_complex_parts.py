@@ -252,10 +252,15 @@ def test_complex_and_polar_keep_the_precision():
         assert lucid.complex(a, a).dtype == cdt and lucid.polar(a, a).dtype == cdt
 
 
-def test_angle_of_real_values_as_torch():
-    v = np.array([-1.0, 0.0, np.nan, 2.0, -0.0])
-    np.testing.assert_array_equal(lucid.angle(lucid.tensor(v)).numpy(),
-                                  torch.angle(torch.tensor(v)).numpy())
+@pytest.mark.parametrize("n", [5, 5000])                 # the typed loop, NumPy's kernels
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_angle_of_real_values_as_torch(n, dtype):
+    v = np.resize(np.array([-1.0, 0.0, np.nan, 2.0, -0.0, -np.inf, np.inf]), n).astype(dtype)
+    x = lucid.tensor(v, requires_grad=True)
+    got = lucid.angle(x)
+    np.testing.assert_array_equal(got.detach().numpy(), torch.angle(torch.tensor(v)).numpy())
+    got.backward(lucid.tensor(np.full(n, np.nan, dtype=dtype)))
+    assert x.grad.dtype == x.dtype and not np.any(x.grad.numpy())   # exactly 0, NaN too
     assert lucid.angle(lucid.tensor([-1, 2])).dtype == lucid.float32
 
 

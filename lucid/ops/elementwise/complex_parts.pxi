@@ -172,8 +172,10 @@ cdef class AngleBackward(Node):
         self.saved_z = None
 
     cdef tuple apply(self, tuple grads):
-        if self.saved_z is None:
-            return (zero_grad_like(grads[0]),)      # a real input: angle is piecewise constant
+        cdef Tensor fused
+        if self.saved_z is None:                     # a real input: angle is piecewise constant
+            fused = table_grad(self, UN_ANGLE, grads[0], grads[0], 0.0, 0.0)
+            return (zero_grad_like(grads[0]) if fused is None else fused,)
         z = self.saved_z.unpack(self)
         return (select_grad(div(mul(grads[0], 1j), safe_divisor(conj(z))), z.data != 0),)
 
@@ -182,10 +184,12 @@ def angle(input):
     """The argument atan2(y, x) of x + iy; of a real input 0 or pi (its gradient 0)."""
     cdef Tensor z = tensor_arg(input, "angle", "input")
     cdef bint cplx = is_complex_array(z.data)
-    cdef object arr
+    cdef object arr = None
     if cplx:
         arr = as_array(np.angle(z.data))
-    else:                                # pi where x < 0 (not at -0.0), NaN stays NaN, as PyTorch
+    elif is_float_dtype(descr(z.data)):  # pi where x < 0 (not at -0.0), NaN stays NaN, as PyTorch
+        arr = table_forward(UN_ANGLE, z, 0.0, 0.0)
+    if arr is None:
         arr = as_array(np.where(z.data < 0, np.pi, 0.0 * z.data)).astype(
             z.data.dtype if is_float_dtype(descr(z.data)) else default_float_dtype(), copy=False)
     cdef Tensor out = wrap(arr)
