@@ -45,6 +45,8 @@ COMPLEX_OPS = frozenset((
     "add", "sub", "mul", "div", "neg", "clone", "eq", "ne",
     "conj", "conj_physical", "real", "imag", "angle", "abs", "complex", "polar", "view_as_real",
     "view_as_complex", "sum", "mean", "cumsum", "matmul", "mm", "bmm", "dot", "outer", "einsum",
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan",
+    "sinh", "cosh", "tanh", "asin", "acos", "atan", "sigmoid",
     "reshape", "view", "transpose", "expand", "permute", "squeeze", "unsqueeze", "flatten",
     "unflatten", "movedim", "t", "swapaxes", "swapdims", "broadcast_to", "broadcast_tensors",
     "narrow", "select", "diagonal", "flip", "roll", "tile", "index_select",

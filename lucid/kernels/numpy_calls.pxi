@@ -66,6 +66,6 @@ cdef bint broadcastable(object x, object y):
 
 cdef object unary_kernel(object ufunc, Tensor a):
     """ufunc(a); integer inputs compute in the default float dtype, like PyTorch."""
-    if is_float_dtype(descr(a.data)):
+    if is_differentiable_dtype(descr(a.data)):
         return as_array(ufunc(a.data))
     return as_array(ufunc(a.data, dtype=default_float_dtype()))

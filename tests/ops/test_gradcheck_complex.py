@@ -53,6 +53,20 @@ def test_complex_functions_pass_gradgradcheck(name):
     assert gradgradcheck(fn, inputs(), check_fwd_over_rev=True)
 
 
+HOLOMORPHIC = ("exp log log1p expm1 sqrt rsqrt reciprocal square sin cos tan sinh cosh tanh asin "
+               "acos atan sigmoid").split()
+
+
+@pytest.mark.parametrize("name", HOLOMORPHIC)
+def test_holomorphic_functions_pass_gradcheck_and_gradgradcheck(name):
+    """Values off the branch cuts (log, sqrt: the negative real axis; asin, acos, atan: the
+    imaginary axis beyond +-i), so that finite differences see one branch."""
+    fn = getattr(lucid, name)
+    z = lucid.tensor(np.array([0.6 + 0.3j, 0.2 - 0.5j, 1.3 + 0.8j]), requires_grad=True)
+    assert gradcheck(fn, (z,), check_forward_ad=True)
+    assert gradgradcheck(fn, (z,), check_fwd_over_rev=True)
+
+
 @pytest.mark.parametrize("name", ["mul", "abs", "complex", "view_as_real"])
 def test_complex_functions_pass_the_batched_checks(name):
     fn, inputs = CASES[name]

@@ -70,3 +70,21 @@ _row("mul_complex", lambda x, y: lucid.real(c(x, y) * c(y, x) * x),
 _row("div_complex", lambda x, y: lucid.imag(c(x, y) / c(y, x) + 2.0 / c(x, lucid.ones_like(x))),
      lambda a, b: ((a + 1j * b) / (b + 1j * a) + 2.0 / (a + 1j)).imag, BINARY_SHAPES,
      (NONZERO, NONZERO))
+
+
+# the holomorphic functions, each through a complex number built from two real inputs (log and
+# sqrt keep x > 0, away from their branch cut on the negative real axis)
+_op("exp_complex", lambda x, y: lucid.view_as_real(lucid.exp(c(x, y))),
+    lambda a, b: pairs(np.exp(a + 1j * b)), BINARY_SHAPES, (ANY, ANY))
+_op("log_complex", lambda x, y: lucid.view_as_real(lucid.log(c(x, y))),
+    lambda a, b: pairs(np.log(a + 1j * b)), BINARY_SHAPES, (POS, ANY), fresh_inputs=True)
+_op("sqrt_complex", lambda x, y: lucid.view_as_real(lucid.sqrt(c(x, y))),
+    lambda a, b: pairs(np.sqrt(a + 1j * b)), BINARY_SHAPES, (POS, ANY), fresh_inputs=True)
+_op("sin_complex", lambda x, y: lucid.view_as_real(lucid.sin(c(x, y)) * lucid.cos(c(y, x))),
+    lambda a, b: pairs(np.sin(a + 1j * b) * np.cos(b + 1j * a)), BINARY_SHAPES, (ANY, ANY))
+_op("tanh_complex", lambda x, y: lucid.view_as_real(lucid.tanh(c(x * 0.5, y * 0.5))),
+    lambda a, b: pairs(np.tanh(0.5 * a + 0.5j * b)), BINARY_SHAPES, (ANY, ANY))
+_op("sigmoid_complex", lambda x, y: lucid.view_as_real(lucid.sigmoid(c(x * 0.5, y * 0.5))),
+    lambda a, b: pairs(1 / (1 + np.exp(-(0.5 * a + 0.5j * b)))), BINARY_SHAPES, (ANY, ANY))
+_op("reciprocal_complex", lambda x, y: lucid.view_as_real(lucid.reciprocal(c(x, y))),
+    lambda a, b: pairs(1 / (a + 1j * b)), BINARY_SHAPES, (NONZERO, NONZERO))

@@ -75,6 +75,9 @@ add("complex", (T(2, 3), T(3)), (T(), T(2)))
 add("polar", (P(2, 3), T(3)), (P(), T(2)))
 for name in ("mul", "div"):
     add(name, (Z(2, 3), Z(3)), (T(2, 3), Z(3)), (Z(), 2.0), (Z(2), 1j))
+for name in ("exp log log1p expm1 sqrt rsqrt reciprocal square sin cos tan sinh cosh tanh asin "
+             "acos atan sigmoid").split():
+    add(name, (Z(2, 3),))
 add("sum", (Z(2, 3),), kw(Z(2, 3), dim=1))
 add("mean", kw(Z(2, 3), dim=0, keepdim=True))
 add("cumsum", (Z(2, 3), 1))

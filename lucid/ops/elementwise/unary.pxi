@@ -39,8 +39,8 @@ cdef Tensor log_rule(Tensor g, Tensor x, Tensor y):
 
 
 cdef Tensor tanh_rule(Tensor g, Tensor x, Tensor y):
-    """g*(1 - y*y)"""
-    return tanh_backward(g, y)
+    """g*(1 - y*y) (a complex y by lucid's ops, whose nodes differentiate complex values)"""
+    return fused_grad_by_ops(True, g, y) if descr(y.data).kind == b'c' else tanh_backward(g, y)
 
 
 cdef Tensor relu_rule(Tensor g, Tensor x, Tensor y):
@@ -69,8 +69,9 @@ cdef Tensor cos_rule(Tensor g, Tensor x, Tensor y):
 
 
 cdef Tensor sigmoid_rule(Tensor g, Tensor x, Tensor y):
-    """g*y*(1 - y)"""
-    return sigmoid_backward(g, y)
+    """g*y*(1 - y) (a complex y by lucid's ops, as tanh_rule)"""
+    return fused_grad_by_ops(False, g, y) if descr(y.data).kind == b'c' else \
+        sigmoid_backward(g, y)
 
 
 cdef class RuleBackward(UnaryBackward):
@@ -89,6 +90,8 @@ cdef class RuleBackward(UnaryBackward):
             fused = table_grad(self, self.table_op, grads[0], saved, 0.0, 0.0)
             if fused is not None:
                 return (fused,)
+        if descr(saved.data).kind == b'c':       # Note [Complex gradients]: the real rule on
+            saved = conj(saved)                   # the conjugate (a holomorphic op's)
         if self.saved_is_output:
             return (self.rule(grads[0], None, saved),)
         return (self.rule(grads[0], saved, None),)
@@ -120,8 +123,10 @@ cdef class LogBackward(RuleBackward):
 cdef class TanhBackward(UnaryBackward):
     """y = tanh(x)  ->  gx = tanh_backward(g, y) = g*(1 - y*y)"""
     cdef tuple apply(self, tuple grads):
-        cdef Tensor g = grads[0]
-        return (fused_grad(True, g, self.saved_x.unpack(self), may_overwrite(self, g)),)
+        cdef Tensor g = grads[0], y = self.saved_x.unpack(self)
+        if descr(y.data).kind == b'c':                   # Note [Complex gradients]
+            return (fused_grad_by_ops(True, g, conj(y)),)
+        return (fused_grad(True, g, y, may_overwrite(self, g)),)
 
 
 cdef class ReluBackward(RuleBackward):
@@ -200,8 +205,10 @@ cdef class CosBackward(RuleBackward):
 cdef class SigmoidBackward(UnaryBackward):
     """y = sigmoid(x)  ->  gx = sigmoid_backward(g, y) = g*y*(1 - y)"""
     cdef tuple apply(self, tuple grads):
-        cdef Tensor g = grads[0]
-        return (fused_grad(False, g, self.saved_x.unpack(self), may_overwrite(self, g)),)
+        cdef Tensor g = grads[0], y = self.saved_x.unpack(self)
+        if descr(y.data).kind == b'c':                   # Note [Complex gradients]
+            return (fused_grad_by_ops(False, g, conj(y)),)
+        return (fused_grad(False, g, y, may_overwrite(self, g)),)
 
 
 cdef class ClampBackward(UnaryBackward):
@@ -270,7 +277,8 @@ cdef object sigmoid_numpy(Tensor a):
     """1 / (1 + exp(-a)) by NumPy's kernels, in a new array (integer and bool a in the default
     float dtype). For a below about -88 (float32) or -709 (float64) exp(-a) overflows to inf, and
     1/(1 + inf) = 0 is the right value (PyTorch's too): that overflow is not reported."""
-    cdef object arr = as_array(np.negative(a.data, dtype=a.data.dtype if is_float_dtype(descr(a.data))
+    cdef object arr = as_array(np.negative(a.data, dtype=a.data.dtype
+                                           if is_differentiable_dtype(descr(a.data))
                                            else default_float_dtype()))
     with np.errstate(over="ignore"):
         np.exp(arr, out=arr)
@@ -422,6 +430,12 @@ cdef Tensor fused_jvp(bint is_tanh, Tensor g, Tensor y):
                             None if ty is None else fused_rule_y(is_tanh, ty, g, y))
     finally:
         resume_fw(level)
+
+
+cdef Tensor fused_grad_by_ops(bint is_tanh, Tensor g, Tensor y):
+    """tanh: g*(1 - y*y); sigmoid: g*y*(1 - y), by lucid's ops (each recorded and complex-capable:
+    a complex y, which the caller conjugates)."""
+    return mul(g, sub(1.0, mul(y, y)) if is_tanh else mul(y, sub(1.0, y)))
 
 
 cdef Tensor fused_grad(bint is_tanh, Tensor g, Tensor y, bint into_g):
