@@ -52,7 +52,6 @@ def _tensor_pow(Tensor self, exponent):
     """self ** exponent, broadcasting (lucid.pow)."""
     if batched_operand(exponent):
         return _batch_dispatch_call(pow, self, exponent)
-    refuse_complex("pow", self, exponent)
     return pow(self, exponent)
 
 
@@ -60,7 +59,6 @@ def _tensor_where(Tensor self, condition, other):
     """self where condition holds, else other (lucid.where(condition, self, other))."""
     if batched_operand(condition) or batched_operand(other):
         return _batch_dispatch_call(where, condition, self, other)
-    refuse_complex("where", self, other)
     return where(condition, self, other)
 
 

@@ -34,6 +34,11 @@ CASES = {
     "view_as_real": (lambda a: lucid.view_as_real(a * a), lambda: (leaf(2, 2),)),
     "view_as_complex": (lambda v: lucid.view_as_complex(v * 2.0) * 1j,
                         lambda: (leaf(3, 2, real=True),)),
+    "pow": (lambda a, b: a ** b + a ** 2 + 2.0 ** b, lambda: (leaf(3), leaf(3))),
+    "pow of a real base": (lambda x, a: x ** a, lambda: (leaf(3, real=True).abs().detach()
+                                                         .add(0.5).requires_grad_(), leaf(3))),
+    "where": (lambda a, x: lucid.where(lucid.tensor([True, False, True]), a, x),
+              lambda: (leaf(3), leaf(3, real=True))),
     "several outputs": (lambda a, b: (a * b, lucid.abs(b), a + 1.0), lambda: (leaf(2), leaf(2))),
     "reductions of views": (lambda a: lucid.stack([a[0], a[1] * a[0]]).reshape(-1),
                             lambda: (leaf(2, 2),)),

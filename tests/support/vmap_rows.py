@@ -78,6 +78,11 @@ for name in ("mul", "div"):
 for name in ("exp log log1p expm1 sqrt rsqrt reciprocal square sin cos tan sinh cosh tanh asin "
              "acos atan sigmoid").split():
     add(name, (Z(2, 3),))
+add("pow", (Z(2, 3), Z(3)), (Z(2, 3), 2.0), (P(3), Z(2, 3)))
+add("where", (Mask(2, 3), Z(2, 3), T(3)))
+for name in ("isnan", "isinf", "isfinite"):
+    add(name, (Z(2, 3),))
+add("isclose", (Z(2, 3), Z(3)))
 add("sum", (Z(2, 3),), kw(Z(2, 3), dim=1))
 add("mean", kw(Z(2, 3), dim=0, keepdim=True))
 add("cumsum", (Z(2, 3), 1))

@@ -68,9 +68,10 @@ cdef Tensor pow_rule_x(Tensor g, Tensor x, Tensor y):
 
 
 cdef Tensor pow_rule_y(Tensor g, Tensor x, Tensor y):
-    """g*x**y*log(x), exactly 0 where x == 0 and y >= 0 (0**y is flat there, as in PyTorch)"""
+    """g*x**y*log(x), exactly 0 where x == 0 and re(y) >= 0 (0**y is flat there, as in
+    PyTorch)"""
     return select_grad(mul(g, mul(pow(x, y), log(x))),
-                       np.logical_not((x.data == 0) & (y.data >= 0)))
+                       np.logical_not((x.data == 0) & (np.real(y.data) >= 0)))
 
 
 @cython.final
@@ -366,7 +367,8 @@ cdef inline bint is_complex_tensor(Tensor t):
 cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) except *:
     """Save what the op's backward reads, and only that: x*y keeps y for gx and x for gy; x/y
     keeps y, and x for gy; x**y keeps both; + and - keep nothing. The node's edges are set."""
-    if (op == OP_MUL or op == OP_DIV) and (is_complex_tensor(a) or is_complex_tensor(b)):
+    if (op == OP_MUL or op == OP_DIV or op == OP_POW) and (is_complex_tensor(a) or
+                                                           is_complex_tensor(b)):
         a = None if a is None else conj(a)   # Note [Complex gradients]: the real rules,
         b = None if b is None else conj(b)   # conjugated
     if op == OP_MUL:
@@ -426,14 +428,12 @@ cdef Tensor binary_op(int op, object x, object y):
     b = operand(y, name)
     cdef cnp.dtype dt = result_dtype(a, b)
     check_operands_fit(x, y, a, b, dt, name)
-    if dt.kind == b'c' and op == OP_POW:                    # Note [Complex guard]
-        raise complex_refusal(name)
     if op == OP_DIV and not is_float_dtype(dt) and dt.kind != b'c':
         dt = default_float_dtype()
     elif op == OP_SUB and dt.kind == b'b':
         raise TypeError("sub: subtracting bool tensors is not supported; use logical ops")
-    elif op == OP_POW and not is_float_dtype(dt) and b.data.dtype.kind != "b" and \
-            np.any(b.data < 0):
+    elif op == OP_POW and not is_float_dtype(dt) and dt.kind != b'c' and \
+            b.data.dtype.kind != "b" and np.any(b.data < 0):
         raise RuntimeError("pow: integers to negative integer powers are not allowed (the "
                            "result is not an integer); use a float base, e.g. x.float() ** y")
     return record_binary(op, wrap(binary_kernel((<_ArithOp>ARITH_OPS[op]).ufunc, a, b, dt, name)), a, b)

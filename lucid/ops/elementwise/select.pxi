@@ -227,6 +227,7 @@ cpdef Tensor where(object condition, object x, object y):
     out = wrap(arr)
     if not (fw_active() or records_pair(a, b)):
         return out
-    return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(dt),
-                         np.logical_not(c.data).astype(dt))
+    cdef cnp.dtype weights = real_of(dt) if dt.kind == b'c' else dt   # real: they select
+    return record_select(out, a, b, WhereBackward.__new__(WhereBackward), c.data.astype(weights),
+                         np.logical_not(c.data).astype(weights))
 define_op(where, POINTWISE, ANY, method="own")
