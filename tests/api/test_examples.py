@@ -152,3 +152,33 @@ def test_newton_rosenbrock_reaches_the_minimum():
         assert number_after(f" {derivative}", out) <= 1e-10, derivative
     assert 0 < number_after("N = 10:", out) < 100                # Newton steps
     assert number_after("max |x - 1| =", out) <= 1e-8
+
+
+# --- tight-binding ground state (complex gradients) ----------------------------------------------
+
+def test_tight_binding_gradient_descent_finds_the_ground_state():
+    out = run_example("tight_binding_ground_state", "--sites", 16, "--flux", 0.4)
+    assert number_after("difference:", out) < 1e-9
+    assert number_after("overlap with the exact ground state:", out) > 0.999999
+    assert number_after("gradient descent steps:", out) < 4000       # it converged
+
+
+def test_tight_binding_energy_gradient_is_the_rayleigh_quotients():
+    """psi.grad of the example's energy equals 2 (H psi - E psi) / (psi^H psi), and gradcheck
+    (both Wirtinger derivatives, by the real and imaginary parts) passes on it."""
+    import lucid
+
+    example = load_example("tight_binding_ground_state")
+    h = example.hamiltonian(6, 0.25)
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    psi = lucid.tensor(v, requires_grad=True)
+    e = example.energy(h, psi)
+    e.backward()
+    hn = h.numpy()
+    want_e = np.real(np.vdot(v, hn @ v)) / np.real(np.vdot(v, v))
+    np.testing.assert_allclose(e.item(), want_e, rtol=1e-12)
+    np.testing.assert_allclose(psi.grad.numpy(), 2 * (hn @ v - want_e * v) / np.vdot(v, v).real,
+                               rtol=1e-10, atol=1e-12)
+    leaf = psi.detach().requires_grad_()
+    assert lucid.autograd.gradcheck(lambda p: example.energy(h, p), (leaf,), check_forward_ad=True)
