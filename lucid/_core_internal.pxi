@@ -127,6 +127,7 @@ cpdef Tensor abs(object x)
 cpdef Tensor cos(object x)
 cpdef Tensor clone(a)
 cpdef Tensor conj(object input)                  # x - iy (a real input as it is)
+cpdef Tensor real_part(object input)             # re(z), a view (lucid.real)
 cdef Tensor zero_grad_like(Tensor g)             # a zero gradient shaped and typed like g
 cdef object compare_ufunc(int op)                # the NumPy ufunc of comparison op (Py_LT ...)
 cdef tuple reduction_dims(object dim, Py_ssize_t ndim, str op)   # a reduction's dims, checked

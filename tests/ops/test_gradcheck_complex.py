@@ -39,6 +39,8 @@ CASES = {
                                                          .add(0.5).requires_grad_(), leaf(3))),
     "where": (lambda a, x: lucid.where(lucid.tensor([True, False, True]), a, x),
               lambda: (leaf(3), leaf(3, real=True))),
+    "var and std": (lambda a: (lucid.var(a, 1), lucid.std(a), lucid.std_mean(a, 0)[1]),
+                    lambda: (leaf(3, 4),)),
     "several outputs": (lambda a, b: (a * b, lucid.abs(b), a + 1.0), lambda: (leaf(2), leaf(2))),
     "reductions of views": (lambda a: lucid.stack([a[0], a[1] * a[0]]).reshape(-1),
                             lambda: (leaf(2, 2),)),

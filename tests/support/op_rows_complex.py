@@ -88,3 +88,7 @@ _op("sigmoid_complex", lambda x, y: lucid.view_as_real(lucid.sigmoid(c(x * 0.5, 
     lambda a, b: pairs(1 / (1 + np.exp(-(0.5 * a + 0.5j * b)))), BINARY_SHAPES, (ANY, ANY))
 _op("reciprocal_complex", lambda x, y: lucid.view_as_real(lucid.reciprocal(c(x, y))),
     lambda a, b: pairs(1 / (a + 1j * b)), BINARY_SHAPES, (NONZERO, NONZERO))
+_op("var_complex", lambda x, y: lucid.var(c(x, y), 0),
+    lambda a, b: np.var(a + 1j * b, axis=0, ddof=1), (((3, 4), (3, 4)), ((4,), (4,))), (ANY, ANY))
+_op("std_complex", lambda x, y: lucid.std(c(x, y * 2.0)),
+    lambda a, b: np.std(a + 2j * b, ddof=1), (((3, 4), (3, 4)), ((2, 3), (3,))), (ANY, ANY))

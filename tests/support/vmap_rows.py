@@ -83,6 +83,8 @@ add("where", (Mask(2, 3), Z(2, 3), T(3)))
 for name in ("isnan", "isinf", "isfinite"):
     add(name, (Z(2, 3),))
 add("isclose", (Z(2, 3), Z(3)))
+for name in ("var", "std", "var_mean", "std_mean"):
+    add(name, (Z(2, 3),), kw(Z(2, 3), dim=1, correction=0))
 add("sum", (Z(2, 3),), kw(Z(2, 3), dim=1))
 add("mean", kw(Z(2, 3), dim=0, keepdim=True))
 add("cumsum", (Z(2, 3), 1))

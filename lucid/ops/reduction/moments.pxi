@@ -11,7 +11,7 @@
 cdef tuple moments_pair(object input, object dim, object unbiased, bint keepdim, object correction,
                         bint is_std):
     cdef str name = "std_mean" if is_std else "var_mean"
-    cdef Tensor a = float_operand(input, None, name)
+    cdef Tensor a = spread_operand(input, name)
     cdef object mean_dim = None if isinstance(dim, bool) else dim   # var_mean(x, True): unbiased
     reduction_dims(mean_dim, ndim_of(a.data), name)                # a bad argument names this op
     if not isinstance(dim, bool):

@@ -51,9 +51,13 @@ cdef Tensor spread_jvp(spread_rule rule, Tensor a, Tensor out, tuple dims, bint 
     if t is None:
         return None
     cdef long level = suspend_fw()
-    try:
-        return fit_tangent(reduce_op(rule(t, a, kept_dims(out, a.data.shape, dims, keepdim),
-                                          dims, param), dims, keepdim, False), out)
+    cdef bint real_of_complex = descr(a.data).kind == b'c' and descr(out.data).kind != b'c'
+    cdef Tensor tangent
+    try:                                 # a real spread of complex x (var, std): its tangent is
+        tangent = reduce_op(rule(t, conj(a) if real_of_complex else a,   # re(rule(t, conj(x)))
+                                 kept_dims(out, a.data.shape, dims, keepdim), dims, param),
+                            dims, keepdim, False)
+        return fit_tangent(real_part(tangent) if real_of_complex else tangent, out)
     finally:
         resume_fw(level)
 
@@ -93,6 +97,14 @@ cdef Tensor float_operand(object input, object dtype, str name):
         raise RuntimeError(f"{name}: input dtype {dtype_name(a.data.dtype)} is not floating "
                            "point; convert with .float() first (or pass dtype=)")
     return a
+
+
+cdef Tensor spread_operand(object input, str name):
+    """input as a float or complex tensor (var, std: a complex input has a real spread)."""
+    cdef Tensor a = operand(input, name)
+    if descr(a.data).kind == b'c':
+        return a
+    return float_operand(a, None, name)
 
 
 cdef Tensor div_where_nonzero(Tensor g, Tensor d, double q=1.0):
@@ -192,7 +204,7 @@ cdef double resolved_correction(object unbiased, object correction, str name) ex
 cdef Tensor var_or_std(object input, object dim, object unbiased, bint keepdim,
                        object correction, bint is_std):
     cdef str name = "std" if is_std else "var"
-    cdef Tensor a = float_operand(input, None, name)
+    cdef Tensor a = spread_operand(input, name)
     if isinstance(dim, bool):             # var(x, True): the unbiased flag in dim's place
         if unbiased is not None:
             raise TypeError(f"{name}: dim must be an int or a tuple of ints, not bool")
@@ -203,12 +215,13 @@ cdef Tensor var_or_std(object input, object dim, object unbiased, bint keepdim,
     cdef object arr
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = a.data - np.mean(a.data, axis=dims, keepdims=True)
-        arr = np.sum(dev * dev, axis=dims, keepdims=keepdim) / (dof if dof > 0 else 0.0)
+        arr = np.sum(dev * dev if not np.iscomplexobj(dev) else (dev * np.conj(dev)).real,
+                     axis=dims, keepdims=keepdim) / (dof if dof > 0 else 0.0)
         if a.data.size:                  # equal values: exactly 0 (their mean is off by an ulp,
             arr = np.where(np.ptp(a.data, axis=dims, keepdims=keepdim) == 0, 0.0 * arr, arr)
         if is_std:                       # and std's gradient would divide by that ulp)
             arr = np.sqrt(arr)
-    cdef Tensor out = wrap(as_array(arr).astype(a.data.dtype, copy=False))
+    cdef Tensor out = wrap(as_array(arr).astype(a.data.real.dtype, copy=False))
     if is_std:
         return record_spread(out, a, StdBackward, std_rule, dims, keepdim, c, True)
     return record_spread(out, a, VarBackward, var_rule, dims, keepdim, c, False)
