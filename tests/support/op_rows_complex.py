@@ -92,3 +92,9 @@ _op("var_complex", lambda x, y: lucid.var(c(x, y), 0),
     lambda a, b: np.var(a + 1j * b, axis=0, ddof=1), (((3, 4), (3, 4)), ((4,), (4,))), (ANY, ANY))
 _op("std_complex", lambda x, y: lucid.std(c(x, y * 2.0)),
     lambda a, b: np.std(a + 2j * b, ddof=1), (((3, 4), (3, 4)), ((2, 3), (3,))), (ANY, ANY))
+_op("prod_complex", lambda x, y: lucid.view_as_real(lucid.prod(c(x, y), 0)),
+    lambda a, b: pairs(np.prod(a + 1j * b, axis=0)), (((3, 4), (3, 4)), ((4,), (4,))),
+    (ANY, ANY))
+_op("cumprod_complex", lambda x, y: lucid.view_as_real(lucid.cumprod(c(x, y), 0)),
+    lambda a, b: pairs(np.cumprod(a + 1j * b, axis=0)), (((3, 4), (3, 4)), ((4,), (4,))),
+    (ANY, ANY))

@@ -85,6 +85,8 @@ for name in ("isnan", "isinf", "isfinite"):
 add("isclose", (Z(2, 3), Z(3)))
 for name in ("var", "std", "var_mean", "std_mean"):
     add(name, (Z(2, 3),), kw(Z(2, 3), dim=1, correction=0))
+add("prod", (Z(2, 3),), kw(Z(2, 3), dim=1))
+add("cumprod", (Z(2, 3), 1))
 add("sum", (Z(2, 3),), kw(Z(2, 3), dim=1))
 add("mean", kw(Z(2, 3), dim=0, keepdim=True))
 add("cumsum", (Z(2, 3), 1))

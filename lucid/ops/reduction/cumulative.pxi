@@ -76,8 +76,10 @@ cdef class CumprodBackward(Node):
         self.saved_y = None
 
     cdef tuple apply(self, tuple grads):
-        return (cumprod_grad(grads[0], self.saved_x.unpack(self), self.saved_y.unpack(self),
-                             self.dim),)
+        cdef Tensor x = self.saved_x.unpack(self), y = self.saved_y.unpack(self)
+        if descr(y.data).kind == b'c':               # Note [Complex gradients]: conjugated
+            x, y = conj(x), conj(y)
+        return (cumprod_grad(grads[0], x, y, self.dim),)
 
 
 cdef Tensor cumprod_grad(Tensor g, Tensor x, Tensor y, Py_ssize_t d):

@@ -27,11 +27,13 @@ cdef class SpreadBackward(Node):
         self.saved_z = None
 
     cdef tuple apply(self, tuple grads):
-        cdef Tensor z = None
+        cdef Tensor z = None, x = self.saved_x.unpack(self)
         if self.saved_z is not None:
             z = kept_dims(self.saved_z.unpack(self), self.in_shape, self.dims, self.keepdim)
+            if descr(z.data).kind == b'c':          # a holomorphic spread (prod): the real
+                x, z = conj(x), conj(z)             # rule conjugated (Note [Complex gradients])
         return (self.rule(expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),
-                          self.saved_x.unpack(self), z, self.dims, self.param),)
+                          x, z, self.dims, self.param),)
 
 
 cdef Tensor kept_dims(Tensor z, tuple in_shape, tuple dims, bint keepdim):
@@ -158,7 +160,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "prod")
     cdef bint keep = keepdim
     cdef Tensor out = wrap(as_array(np.prod(a.data, axis=dims, keepdims=keep)))
-    if not is_float_dtype(descr(a.data)):
+    if not is_differentiable_dtype(descr(a.data)):
         return out
     return record_spread(out, a, ProdBackward, prod_rule, dims, keep, None, True)
 define_op(prod, REDUCTION, ANY)
