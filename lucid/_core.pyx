@@ -56,6 +56,7 @@ include "forward/forward_ad.pxi"
 
 # kernels: NumPy calls, typed C loops (one element, a block of dims), the small-array pool
 include "kernels/numpy_calls.pxi"
+include "kernels/unary_codes.pxi"
 include "kernels/typed_loops.pxi"
 include "kernels/array_pool.pxi"
 include "kernels/fn_codes.pxi"

@@ -169,14 +169,8 @@ cdef Tensor float_unary(object x, str name, object ufunc, RuleBackward node, bin
                         unary_rule rule)         # ufunc(x) in a float dtype, recorded by rule
 
 # -- the table ops: typed forward and fused backward loops (ops/elementwise/unary_table.pxi) -----
-cdef extern from "kernels/unary_codes.h" nogil:
-    cdef enum LucidUnary:                        # the table ops' codes
-        UN_NONE, UN_SIN, UN_COS, UN_TAN, UN_ASIN, UN_ACOS, UN_ATAN, UN_SINH, UN_COSH,
-        UN_LOG1P, UN_EXPM1, UN_LOG2, UN_LOG10, UN_EXP2, UN_RSQRT, UN_RECIPROCAL,
-        UN_ERF, UN_ERFC, UN_LGAMMA, UN_DIGAMMA, UN_ERFINV,
-        UN_ABS, UN_RELU, UN_FRAC, UN_SIGN, UN_FLOOR, UN_CEIL, UN_TRUNC, UN_ROUND,
-        UN_SILU, UN_GELU, UN_GELU_TANH, UN_SOFTPLUS, UN_LEAKY_RELU, UN_ELU, UN_ANGLE
-
+# (the op codes, LucidUnary, are in kernels/unary_codes.pxi: lucid's own header, which a native
+# op reading this file cannot find)
 cdef Tensor table_unary(object x, str name, int op, object ufunc, RuleBackward node,
                         bint save_output, unary_rule rule, bint quiet=*)   # float_unary
                                                  # with op's loops

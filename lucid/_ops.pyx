@@ -27,6 +27,7 @@ from lucid._core import (define_op, ANY, BATCHED_MATRIX, CUSTOM, DIMS, FLOAT, FL
 cnp.import_array()
 
 include "kernels/fn_codes.pxi"           # the one-pass loops' codes (float_binary's fn)
+include "kernels/unary_codes.pxi"        # the table ops' codes
 include "ops/elementwise/math_functions.pxi"
 include "ops/elementwise/activation.pxi"
 include "ops/elementwise/float_functions.pxi"

@@ -264,3 +264,12 @@ def test_an_unwritable_build_directory_names_it(tmp_path):
         cpp_extension.load_inline("ro_op", "def f():\n    return 1\n", build_directory=target)
     assert_cache_error(info.value, target, "build_directory=")
     assert blocker.read_text() == "not a folder"
+
+
+def test_the_cython_api_names_no_header_of_lucids_own():
+    """A native op cimports lucid._core: _core.pxd and the _core_internal.pxi it includes are
+    read from the installed package, which ships no C headers of lucid's kernels (a `cdef
+    extern from "kernels/..."` there broke every native build outside the source tree)."""
+    for name in ("_core.pxd", "_core_internal.pxi"):
+        text = (ROOT / "lucid" / name).read_text()
+        assert 'extern from "' not in text, f"lucid/{name} names a header file"
