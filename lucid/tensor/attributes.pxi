@@ -27,10 +27,14 @@ def _tensor_stride(Tensor self, dim=None):
     return steps[normalize_dim(dim, ndim_of(self.data), "stride")]
 
 
+cdef Py_ssize_t element_offset(object arr):
+    """Where arr's first element sits in the memory it views, counted in elements."""
+    return (address_of(arr) - address_of(memory_root(arr))) // arr.itemsize
+
+
 def _tensor_storage_offset(Tensor self):
     """Where the first element sits in the memory this tensor views, counted in elements."""
-    cdef intptr_t start = address_of(memory_root(self.data))
-    return (address_of(self.data) - start) // self.data.itemsize
+    return element_offset(self.data)
 
 
 def _tensor_data_ptr(Tensor self):

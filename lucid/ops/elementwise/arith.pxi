@@ -364,11 +364,13 @@ cdef inline bint is_complex_tensor(Tensor t):
     return t is not None and descr(t.data).kind == b'c'
 
 
-cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b) except *:
+cdef void save_binary_inputs(BinaryBackward node, int op, Tensor a, Tensor b,
+                             bint maybe_complex=True) except *:
     """Save what the op's backward reads, and only that: x*y keeps y for gx and x for gy; x/y
-    keeps y, and x for gy; x**y keeps both; + and - keep nothing. The node's edges are set."""
-    if (op == OP_MUL or op == OP_DIV or op == OP_POW) and (is_complex_tensor(a) or
-                                                           is_complex_tensor(b)):
+    keeps y, and x for gy; x**y keeps both; + and - keep nothing. The node's edges are set.
+    maybe_complex False: a and b are a fast (real) pair, not tested for complex."""
+    if maybe_complex and (op == OP_MUL or op == OP_DIV or op == OP_POW) and \
+            (is_complex_tensor(a) or is_complex_tensor(b)):
         a = None if a is None else conj(a)   # Note [Complex gradients]: the real rules,
         b = None if b is None else conj(b)   # conjugated
     if op == OP_MUL:
@@ -396,7 +398,7 @@ cdef Tensor record_binary(int op, Tensor out, Tensor a, Tensor b, bint fast=Fals
         return out
     cdef BinaryBackward node = new_binary_node(op)
     record_broadcast(node, a, b, out)
-    save_binary_inputs(node, op, a, b)
+    save_binary_inputs(node, op, a, b, not fast)
     attach_output(out, node, 0)
     return out
 

@@ -16,12 +16,6 @@ cdef inline cnp.dtype real_of(cnp.dtype dt):
     return float32 if dt.itemsize == 8 else float64
 
 
-cdef Tensor tangent_op(Tensor a, object op):
-    """op applied to a's tangent outside the dual level (None when a has none): the tangent of
-    a linear op."""
-    return linear_jvp(a, op, ())
-
-
 cdef Tensor safe_divisor(Tensor d):
     """d with its zeros shifted to ones (a constant added there): a divisor whose quotient the
     caller then zeroes at those places (select_grad), without NumPy's division warnings."""
@@ -61,7 +55,7 @@ cdef Tensor conjugated(Tensor t, object op):
     cdef Tensor out = wrap(as_array(np.conjugate(t.data)))
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
-            set_tangent(out, tangent_op(t, op))
+            set_tangent(out, linear_jvp(t, op, ()))
     if grad_enabled() and t.requires_grad_c():
         attach_output(out, record(ConjBackward.__new__(ConjBackward), t, None), 0)
     return out
@@ -102,7 +96,7 @@ cdef Tensor complex_part(Tensor t, bint imaginary, Node node, object op):
     cdef Tensor out = wrap_like_view(t.data.imag if imaginary else t.data.real, t)
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
-            set_tangent(out, tangent_op(t, op))
+            set_tangent(out, linear_jvp(t, op, ()))
     if node is not None and grad_enabled() and t.requires_grad_c():
         attach_output(out, record(node, t, None), 0)
     return out
@@ -290,7 +284,7 @@ define_op(polar, POINTWISE, FLOAT_ONLY, method="none")
 cdef class ViewAsRealBackward(Node):
     """v = view_as_real(z) = [x, y] on a last dim  ->  gz = g[..., 0] + i g[..., 1]"""
     cdef tuple apply(self, tuple grads):
-        return (pair_as_complex(grads[0]),)
+        return (_pair_as_complex(grads[0]),)
 
 
 cdef class ViewAsComplexBackward(Node):
@@ -299,14 +293,9 @@ cdef class ViewAsComplexBackward(Node):
         return (view_as_real(grads[0]),)
 
 
-cdef Tensor pair_as_complex(Tensor v):
+def _pair_as_complex(v):
     """v[..., 0] + i v[..., 1] in new memory, for any layout of v (a gradient, a tangent)."""
     return complex_from_parts(v[..., 0], v[..., 1])
-
-
-def _pair_as_complex(v):
-    """pair_as_complex for linear_jvp (a Python callable)."""
-    return pair_as_complex(v)
 
 
 cdef Tensor reinterpreted(Tensor t, object arr, Node node, object jvp_op):
@@ -314,7 +303,7 @@ cdef Tensor reinterpreted(Tensor t, object arr, Node node, object jvp_op):
     cdef Tensor out = wrap_like_view(arr, t)
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
-            set_tangent(out, tangent_op(t, jvp_op))
+            set_tangent(out, linear_jvp(t, jvp_op, ()))
     if grad_enabled() and t.requires_grad_c():
         attach_output(out, record(node, t, None), 0)
     return out
@@ -328,12 +317,6 @@ cpdef Tensor view_as_real(object input):
     cdef object arr = t.data[..., None].view(real_of(descr(t.data)))
     return reinterpreted(t, arr, ViewAsRealBackward.__new__(ViewAsRealBackward), view_as_real)
 define_op(view_as_real, CUSTOM, COMPLEX_ONLY, method="none")
-
-
-cdef Py_ssize_t element_offset(object arr):
-    """arr's offset in elements from the start of the memory it views."""
-    cdef object root = memory_owner(arr)
-    return (arr.ctypes.data - root.ctypes.data) // arr.itemsize if arr.size else 0
 
 
 def view_as_complex(input):

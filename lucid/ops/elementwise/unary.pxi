@@ -125,7 +125,7 @@ cdef class TanhBackward(UnaryBackward):
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0], y = self.saved_x.unpack(self)
         if descr(y.data).kind == b'c':                   # Note [Complex gradients]
-            return (fused_grad_by_ops(True, g, conj(y)),)
+            return (tanh_rule(g, None, conj(y)),)
         return (fused_grad(True, g, y, may_overwrite(self, g)),)
 
 
@@ -207,7 +207,7 @@ cdef class SigmoidBackward(UnaryBackward):
     cdef tuple apply(self, tuple grads):
         cdef Tensor g = grads[0], y = self.saved_x.unpack(self)
         if descr(y.data).kind == b'c':                   # Note [Complex gradients]
-            return (fused_grad_by_ops(False, g, conj(y)),)
+            return (sigmoid_rule(g, None, conj(y)),)
         return (fused_grad(False, g, y, may_overwrite(self, g)),)
 
 
