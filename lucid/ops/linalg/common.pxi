@@ -72,6 +72,13 @@ cdef Tensor mT(Tensor x):
     return transpose(x, -1, -2)
 
 
+cdef Tensor mH(Tensor x):
+    """The conjugate transpose of x's matrices (mT(x) itself for a real x)."""
+    if descr(x.data).kind == b'c':
+        return conj(transpose(x, -1, -2))
+    return transpose(x, -1, -2)
+
+
 cdef object triangle_mask(Py_ssize_t n, bint upper, bint strict, object dtype):
     """1 on the (strict) upper or lower triangle of an n x n matrix, 0 elsewhere."""
     cdef object ones = np.ones((n, n), dtype=dtype)

@@ -6,9 +6,12 @@
 
 
 cdef Tensor linalg_float_operand(object x, str op, str what):
-    """x as a tensor of a floating dtype (RuntimeError for integer and bool tensors)."""
+    """x as a tensor of a float or complex dtype (RuntimeError for integer and bool tensors).
+
+    A complex x reaches an op's body only when the op is in COMPLEX_OPS: the registered ops'
+    forwarders refuse it before (Note [Complex guard])."""
     cdef Tensor t = operand(x, op)
-    if not is_float_dtype(descr(t.data)):
+    if not is_differentiable_dtype(descr(t.data)):
         raise RuntimeError(f"{op}: expected a floating point tensor as {what}, got "
                            f"{dtype_name(t.data.dtype)}")
     return t
