@@ -116,8 +116,8 @@ def tensor_from(data, dtype, requires_grad, op):
     dt = None if dtype is None else _core.as_dtype(dtype, op)
     if isinstance(data, _core.Tensor):
         array = np.array(data.detach().numpy(), copy=True)
-    elif isinstance(data, np.ndarray):
-        array = np.array(_native(data), copy=True)
+    elif isinstance(data, (np.ndarray, np.generic)):     # a NumPy scalar keeps its dtype too
+        array = np.array(_native(np.asarray(data)), copy=True)
         if array.dtype not in _core.SUPPORTED_DTYPES and dt is None:
             _check_fits_int64(array, op)
             array = array.astype(_core.float32 if array.dtype.kind == "f" else

@@ -48,7 +48,7 @@ COMPLEX_OPS = frozenset((
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan",
     "sinh", "cosh", "tanh", "asin", "acos", "atan", "sigmoid", "pow", "where",
     "isclose", "allclose", "isnan", "isinf", "isfinite", "var", "std", "var_mean", "std_mean",
-    "prod", "cumprod",
+    "prod", "cumprod", "norm", "logsumexp", "linalg.vector_norm", "linalg.norm",
     "reshape", "view", "transpose", "expand", "permute", "squeeze", "unsqueeze", "flatten",
     "unflatten", "movedim", "t", "swapaxes", "swapdims", "broadcast_to", "broadcast_tensors",
     "narrow", "select", "diagonal", "flip", "roll", "tile", "index_select",

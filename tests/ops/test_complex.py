@@ -55,9 +55,13 @@ def assert_same(got, want):
 
 
 def torch_call(name, args, kwargs):
-    """torch's op name (a Tensor method when torch has no such function) on args."""
-    if hasattr(torch, name):
-        return getattr(torch, name)(*args, **kwargs)
+    """torch's op name ("linalg.solve": torch.linalg.solve; a Tensor method when torch has no
+    such function) on args."""
+    fn = torch
+    for part in name.split("."):
+        fn = getattr(fn, part, None)
+    if fn is not None:
+        return fn(*args, **kwargs)
     return getattr(args[0], name)(*args[1:], **kwargs)
 
 

@@ -60,7 +60,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == 1:
         return sum(lucid_abs(t), dim, keepdim)
     if ord == 0:
-        return cast(sum(ne(t, 0), dim, keepdim), descr(t.data))
+        return cast(sum(ne(t, 0), dim, keepdim), descr(t.data.real))   # real for complex t
     return lucid_pow(sum(lucid_pow(lucid_abs(t), float(ord)), dim, keepdim), 1.0 / ord)
 define_op(vector_norm, REDUCTION, FLOAT_ONLY, method="none", name="linalg.vector_norm")
 

@@ -100,7 +100,7 @@ cdef class VectorNormBackward(Node):
 
 
 cdef Tensor vector_norm_jvp(Tensor x, Tensor out, tuple dims, bint keepdim):
-    """dn = sum(x dx) / n  (0 where n = 0)"""
+    """dn = sum(x dx) / n, re(sum(conj(x) dx)) / n for a complex x  (0 where n = 0)"""
     cdef Tensor t = tangent_of(x)
     if t is None:
         return None
@@ -108,15 +108,20 @@ cdef Tensor vector_norm_jvp(Tensor x, Tensor out, tuple dims, bint keepdim):
     cdef Tensor n
     try:
         n = vector_norm2(x, dims, keepdim) if tracks(x, None) else out
+        if descr(x.data).kind == b'c':            # dn = re(sum(conj(x) dx)) / n
+            return fit_tangent(div(real_part(sum(mul(conj(x), t), dims, keepdim)),
+                                   safe_divisor(n)), out)
         return fit_tangent(div(sum(mul(x, t), dims, keepdim), safe_divisor(n)), out)
     finally:
         resume_fw(level)
 
 
 cdef Tensor vector_norm2(Tensor x, tuple dims, bint keepdim):
-    """The 2-norm of x over dims."""
-    cdef object arr = np.sqrt(np.sum(np.square(x.data), axis=dims, keepdims=keepdim))
-    cdef Tensor out = float_result(arr, descr(x.data))
+    """The 2-norm of x over dims (real for a complex x)."""
+    cdef object arr = as_array(np.sqrt(np.sum(
+        np.square(x.data) if descr(x.data).kind != b'c' else
+        np.square(x.data.real) + np.square(x.data.imag), axis=dims, keepdims=keepdim)))
+    cdef Tensor out = float_result(arr, descr(arr))
     if fw_active():
         for _fw_lv in fw_levels():      # Note [Nested forward mode]
             set_tangent(out, vector_norm_jvp(x, out, dims, keepdim))
@@ -153,6 +158,8 @@ cdef Tensor singular_values(Tensor a):
     cdef tuple s = a.data.shape
     cdef Py_ssize_t nd = len(s)
     cdef Tensor at = transpose(a, -1, -2)
+    if descr(a.data).kind == b'c':
+        at = conj(at)                    # A^H: the Gram matrix of a complex A is Hermitian
     cdef Tensor gram = matmul(at, a) if s[nd - 2] >= s[nd - 1] else matmul(a, at)
     from lucid._linalg import eigh     # the linalg module imports after the core
     return sqrt(clamp(eigh(gram)[0], 0.0, None))

@@ -254,6 +254,8 @@ cdef Tensor norm_rule(Tensor g, Tensor x, Tensor z, tuple dims, object p):
     cdef double q = p
     if q == 2.0:
         return mul(div_where_nonzero(g, z), x)
+    if descr(x.data).kind == b'c':
+        return complex_norm_rule(g, x, z, dims, q)
     if q == 1.0:
         return select_grad(g, np.sign(x.data))
     if q == 0.0:
@@ -263,11 +265,35 @@ cdef Tensor norm_rule(Tensor g, Tensor x, Tensor z, tuple dims, object p):
     return mul(div_where_nonzero(g, z, q - 1.0), signed_power(x, q - 1.0))
 
 
+cdef Tensor complex_norm_rule(Tensor g, Tensor x, Tensor z, tuple dims, double q):
+    """norm_rule for complex x (Note [Complex gradients]): sgn(x) = x/|x| takes sign(x)'s place,
+    made of ops, since unlike a real sign its derivative is not 0."""
+    if q == 0.0:
+        return mul(zero_grad_like(g), x)
+    if q == np.inf or q == -np.inf:
+        return mul(select_grad(g, extreme_shares(x, z, dims)), phase_power(x, 0.0))
+    if q == 1.0:
+        return mul(g, phase_power(x, 0.0))
+    return mul(div_where_nonzero(g, z, q - 1.0), phase_power(x, q - 1.0))
+
+
+cdef Tensor phase_power(Tensor x, double q):
+    """sgn(x)*|x|**q = x*|x|**(q-1) for complex x, exactly 0 at x == 0 (also when q < 0)."""
+    cdef object zero = x.data == 0
+    cdef bint any_zero = zero.any()
+    cdef Tensor safe = where(wrap(zero), 1.0, x) if any_zero else x
+    cdef Tensor r = abs(safe)
+    cdef Tensor out = div(safe, r) if q == 0.0 else mul(div(safe, r), pow(r, q))
+    return select_grad(out, ~zero) if any_zero else out
+
+
 cdef object extreme_shares(Tensor x, Tensor z, tuple dims):
-    """sign(x) where |x| is the slice's extreme z, shared equally among ties; else 0."""
+    """sign(x) where |x| is the slice's extreme z, shared equally among ties; else 0 (for a
+    complex x, 1 in sign(x)'s place: complex_norm_rule multiplies by sgn(x))."""
     cdef object hit = np.abs(x.data) == z.data
+    cdef object sign = 1.0 if descr(x.data).kind == b'c' else np.sign(x.data)   # complex: apart
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.sign(x.data) * hit / np.sum(hit, axis=dims, keepdims=True)
+        return sign * hit / np.sum(hit, axis=dims, keepdims=True)
 
 
 cdef Tensor signed_power(Tensor x, double q):
@@ -288,26 +314,28 @@ cdef double norm_order(object p) except? -1:
 
 
 cdef object norm_values(object x, double p, tuple dims, bint keepdim):
-    """||x||_p over dims, in x's dtype."""
+    """||x||_p over dims, in x's dtype (its real counterpart for a complex x)."""
     cdef object ax = np.abs(x)
     if p == np.inf:
         return np.max(ax, axis=dims, keepdims=keepdim)
     if p == -np.inf:
         return np.min(ax, axis=dims, keepdims=keepdim)
     if p == 0.0:
-        return np.sum(x != 0, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        return np.sum(x != 0, axis=dims, keepdims=keepdim, dtype=ax.dtype)
     if p == 1.0:
         return np.sum(ax, axis=dims, keepdims=keepdim)
     if p == 2.0:
-        return np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
+        return np.sqrt(np.sum(x * x if ax.dtype == x.dtype else ax * ax, axis=dims,
+                              keepdims=keepdim))
     return np.power(np.sum(ax ** p, axis=dims, keepdims=keepdim), 1.0 / p)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """The vector p-norm (sum |x|**p)**(1/p) over dim (all dims when None); its gradient is 0
-    where it is 0."""
+    """The vector p-norm (sum |x|**p)**(1/p) over dim (all dims when None), real for a complex
+    input; its gradient is 0 where it is 0."""
     cdef double q = norm_order(p)
-    cdef Tensor a = float_operand(input, dtype, "norm")
+    cdef Tensor a = spread_operand(input, "norm") if dtype is None else float_operand(input,
+                                                                                    dtype, "norm")
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "norm")
     if q == np.inf or q == -np.inf:
         for d in dims:
@@ -316,7 +344,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
                                  f"{a.data.shape}, which has size 0, has no value; reduce over "
                                  "a dim of non-zero size")
     with np.errstate(divide="ignore", over="ignore"):
-        arr = as_array(norm_values(a.data, q, dims, keepdim)).astype(a.data.dtype, copy=False)
+        arr = as_array(norm_values(a.data, q, dims, keepdim)).astype(a.data.real.dtype,
+                                                                     copy=False)
     return record_spread(wrap(arr), a, NormBackward, norm_rule, dims, keepdim, q,
                          q != 1.0 and q != 0.0)
 define_op(norm, REDUCTION, FLOAT_ONLY)
@@ -334,17 +363,17 @@ cdef Tensor logsumexp_rule(Tensor g, Tensor x, Tensor z, tuple dims, object para
 
 
 cdef object stable_shift(object x, tuple dims):
-    """The largest entry of x over dims (kept), or 0 where that is not finite: subtracted before
-    exponentials so they cannot overflow."""
-    cdef object top = np.max(x, axis=dims, keepdims=True, initial=-np.inf)
-    return np.where(np.isfinite(top), top, 0).astype(x.dtype, copy=False)
+    """The largest entry of x over dims (kept; of its real part for a complex x), or 0 where
+    that is not finite: subtracted before exponentials so they cannot overflow."""
+    cdef object top = np.max(x.real, axis=dims, keepdims=True, initial=-np.inf)
+    return np.where(np.isfinite(top), top, 0).astype(x.real.dtype, copy=False)
 
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over dim, computed without overflow (integers give the default float
-    dtype)."""
+    dtype; a complex input the principal log, holomorphic)."""
     cdef Tensor a = operand(input, "logsumexp")
-    if not is_float_dtype(descr(a.data)):
+    if not is_differentiable_dtype(descr(a.data)):
         a = cast(a, default_float_dtype())
     cdef tuple dims = reduction_dims(dim, ndim_of(a.data), "logsumexp")
     cdef object shift = stable_shift(a.data, dims)
