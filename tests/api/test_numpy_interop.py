@@ -73,6 +73,16 @@ def test_tensor_from_big_endian_array_keeps_dtype_and_values(code, values):
     assert t.tolist() == arr.tolist()
 
 
+@pytest.mark.parametrize("scalar, want", [
+    (np.float64(1.5), lucid.float64), (np.float32(1.5), lucid.float32),
+    (np.int32(3), lucid.int32), (np.bool_(True), lucid.bool),
+    (np.complex128(1 + 2j), lucid.complex128), (np.complex64(1j), lucid.complex64)])
+def test_tensor_of_a_numpy_scalar_keeps_its_dtype_as_torch_does(scalar, want):
+    """torch.tensor(np.float64(1.5)) is float64: a NumPy scalar is a 0-d array, not a float."""
+    t = lucid.tensor(scalar)
+    assert t.dtype == want and t.shape == () and t.item() == scalar
+
+
 def test_tensor_refuses_uint64_past_int64():
     with pytest.raises(ValueError, match="does not fit in lucid.int64"):
         lucid.tensor(np.array([1, 2**63 + 5], dtype=np.uint64))

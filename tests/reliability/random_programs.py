@@ -50,10 +50,22 @@ LARGE_NUMEL = 4400
 LAYOUTS = ("contiguous", "transposed", "reversed", "strided")
 
 
+def as_value(x):
+    """x as a program's value: a float64 array, or complex128 when x is complex."""
+    return np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+def of_kind(np_dtype, values):
+    """np_dtype (float64 or float32), or its complex counterpart when the values are complex."""
+    if not np.iscomplexobj(values):
+        return np_dtype
+    return np.complex64 if np.dtype(np_dtype) == np.float32 else np.complex128
+
+
 @dataclass
 class Leaf:
     name: str
-    values: np.ndarray      # float64, the logical values
+    values: np.ndarray      # float64 (complex128 for a complex leaf), the logical values
     layout: str
     code: str = ""          # NumPy code making the values (large leaves), else they are printed
 
@@ -130,8 +142,9 @@ def layouts_for(shape):
 
 
 def leaf_array(values, layout, np_dtype):
-    """A NumPy array of the values whose memory has the layout (a view of another buffer)."""
-    a = np.asarray(values, dtype=np_dtype)
+    """A NumPy array of the values whose memory has the layout (a view of another buffer);
+    np_dtype's complex counterpart for complex values."""
+    a = np.asarray(values, dtype=of_kind(np_dtype, values))
     # .copy(), not np.ascontiguousarray: that keeps a view of a size-1 dim (any stride counts as
     # contiguous there), so the strides would differ from the printed np.array(...)[::-1]
     if layout == "transposed":
@@ -145,6 +158,7 @@ def leaf_array(values, layout, np_dtype):
 
 def leaf_code(leaf, np_dtype):
     """NumPy code making the leaf's values with its layout."""
+    np_dtype = of_kind(np_dtype, leaf.values)
     dt = f"np.{np.dtype(np_dtype).name}"
     a = np.asarray(leaf.values, dtype=np_dtype)
     if leaf.code:               # the same steps as leaf_array, from the code of the values
@@ -238,13 +252,13 @@ class StepError(Exception):
 
 
 def run_numpy(prog, leaf_values=None):
-    """Every name of the program bound to its NumPy float64 value."""
-    env = {leaf.name: np.array(leaf.values if leaf_values is None else leaf_values[i], np.float64)
+    """Every name of the program bound to its NumPy float64 (or complex128) value."""
+    env = {leaf.name: as_value(leaf.values if leaf_values is None else leaf_values[i]).copy()
            for i, leaf in enumerate(prog.leaves)}
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)      # NumPy's "mean of empty slice"
         for step in prog.steps:
-            env[step.name] = np.asarray(step.ref(*[env[a].copy() for a in step.args]), np.float64)
+            env[step.name] = as_value(step.ref(*[env[a].copy() for a in step.args]))
     return env
 
 
@@ -310,6 +324,10 @@ def features(prog):
             found.add("mixed shapes")
     if len(prog.outputs) > 1:
         found.add("several outputs")
+    if any(np.iscomplexobj(value) for value in env.values()):
+        found.add("complex")
+        if any(not np.iscomplexobj(leaf.values) for leaf in prog.leaves):
+            found.add("real leaf")
     if any(step.label in INPLACE_ROWS for step in prog.steps):
         found.add("in-place")
     extras = prog.extras
@@ -330,13 +348,20 @@ INPLACE_ROWS = frozenset(spec.name for spec in op_rows_inplace.ROWS)
 
 def in_domain(v, domain):
     """Is v (an intermediate value) safely inside the domain? Never for LEAF_DOMAINS: no
-    intermediate value is known to be well-conditioned or positive-definite."""
-    if domain in T.LEAF_DOMAINS:
+    intermediate value is known to be well-conditioned or positive-definite. A complex value
+    is inside the complex domains only; a real one inside those too (where it meets complex)."""
+    if domain in T.LEAF_DOMAINS or (np.iscomplexobj(v) and domain not in T.COMPLEX_DOMAINS):
         return False
     if v.size == 0:
         return True
     if not np.all(np.isfinite(v)) or np.max(np.abs(v)) > BOUND:
         return False
+    if domain == T.C_NONZERO:
+        return np.min(np.abs(v)) >= NONZERO_MIN
+    if domain == T.C_RIGHT:
+        return np.min(v.real) >= POS_MIN
+    if domain == T.C_SMALL:
+        return np.max(np.abs(v)) <= 0.8
     if domain == T.POS:
         return np.min(v) >= POS_MIN
     if domain == T.SMALL:
@@ -490,10 +515,10 @@ class Generator:
         layout = "contiguous" if contiguous or not self.layouts else self._choice(layouts_for(shape))
         if self.large and int(np.prod(shape)) > MAX_NUMEL:
             code = domain_code(domain, shape, int(self.rng.integers(2 ** 31)))
-            return Leaf(f"x{len(self.leaves)}", np.asarray(eval(code), np.float64), layout, code)
+            return Leaf(f"x{len(self.leaves)}", as_value(eval(code)), layout, code)
         # three decimals print short and exactly; the domains' margins are far wider than 5e-4
         values = np.round(T.sample(self.rng, shape, domain), 3)
-        return Leaf(f"x{len(self.leaves)}", np.asarray(values, np.float64), layout)
+        return Leaf(f"x{len(self.leaves)}", as_value(values), layout)
 
     def _bind(self, name, values):
         self.values[name] = values
@@ -528,7 +553,7 @@ class Generator:
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = np.asarray(ref(*[a.copy() for a in args]), np.float64)
+                out = as_value(ref(*[a.copy() for a in args]))
         except (ValueError, IndexError):
             return None
         if not acceptable(out) or (spec.apart and not apart(args)):
@@ -543,7 +568,7 @@ class Generator:
     def _add_step(self, args, label, fn, ref, code, out, same_dtype=False):
         step = Step(f"v{len(self.steps)}", args, label, fn, ref, code, same_dtype)
         self.steps.append(step)
-        self._bind(step.name, np.array(out, np.float64))
+        self._bind(step.name, as_value(out).copy())
         return step
 
     # -- views -----------------------------------------------------------------------------------
@@ -556,7 +581,7 @@ class Generator:
         if view is None:
             return None
         kind, code, fn, ref = view
-        out = np.array(ref(a), np.float64)
+        out = as_value(ref(a)).copy()
         if out.size > 2 * self.max_numel:
             return None
         return self._add_step((name,), f"view:{kind}", fn, ref, name + code, out)

@@ -14,6 +14,12 @@ random_programs.Extras). Programs of the rows with forward mode and second deriv
 checked under forward-over-reverse and reverse-over-forward (program_checks.check_mixed_modes):
 every in-place row anchors one program of each per run.
 
+Complex programs are built from the complex rows (tests/support/op_rows_complex_values.py):
+complex and real values meet in them (abs, real, var give real values; lucid.complex and polar
+take real leaves), each checked against NumPy in both precisions and by gradcheck with forward
+mode (gradgradcheck on some), which compare every real and imaginary part
+(tests/reliability/complex_checks.py).
+
 Budget: LUCID_PROPERTY_SECONDS (default 4) seconds in all, after the one pass over every row (and
 every in-place row of the mixed modes); LUCID_PROPERTY_SEED picks another sequence of programs.
 A failure prints the program as a script.
@@ -29,7 +35,10 @@ import pytest
 import lucid
 from support import op_table as T
 from support.row_source import row_code
+from support.op_rows_complex_values import ROWS as COMPLEX_ROWS
 from support.shared_functions import SquareWithJvp
+
+from .complex_checks import check_complex_program
 
 from .program_checks import (FORWARD_OVER_REVERSE, INCONCLUSIVE, REVERSE_OVER_FORWARD,
                              check_directional, check_first_order, check_forward,
@@ -43,8 +52,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarni
 
 SECONDS = float(os.environ.get("LUCID_PROPERTY_SECONDS", "4"))
 SEED = int(os.environ.get("LUCID_PROPERTY_SEED", "0"))
-SHARES = {"first order": 0.4, "second order": 0.2, "large": 0.2,        # of the budget
-          FORWARD_OVER_REVERSE: 0.1, REVERSE_OVER_FORWARD: 0.1}
+SHARES = {"first order": 0.35, "second order": 0.15, "large": 0.2,       # of the budget
+          FORWARD_OVER_REVERSE: 0.1, REVERSE_OVER_FORWARD: 0.1, "complex": 0.1}
 EXTRAS = 0.3            # the share of programs with hooks, checkpointing or saved-tensor hooks
 MAX_REPORTS = 3
 
@@ -162,6 +171,27 @@ def test_large_random_programs():
     _report("large", stats, failures)
 
 
+def _complex_generator(rng):
+    # contiguous leaves and no 0-size ones for gradcheck, as _small_generator; the forward check
+    # runs the programs' layouts
+    return _SmallGenerator(rng, COMPLEX_ROWS, zero_size=False)
+
+
+def _complex(prog, rng):
+    return check_complex_program(prog, second_order=rng.random() < 0.3)
+
+
+def test_random_complex_programs():
+    """Programs of the complex rows, real values among them (abs, real, var, polar's inputs):
+    values against NumPy, gradcheck with forward mode, and gradgradcheck on some."""
+    stats, failures = _run("complex", COMPLEX_ROWS, _complex, SECONDS * SHARES["complex"],
+                           COMPLEX_ROWS, _complex_generator)
+    missing = {spec.name for spec in COMPLEX_ROWS} - stats["labels"]
+    assert not missing, f"complex rows no program used: {sorted(missing)}"
+    assert stats["features"]["complex"] > 0 and stats["features"]["real leaf"] > 0
+    _report("complex", stats, failures)
+
+
 def _mixed_generator(mode):
     # reverse-over-forward through checkpoint raises in PyTorch too (the re-run in backward
     # saves fewer tensors than the forward run in the dual level did), and a saved-tensor hook
@@ -232,6 +262,37 @@ def _tripled_gradient(x):
     if y.requires_grad:
         y.register_hook(lambda g: g * 3.0)
     return y
+
+
+class _UnconjugatedSquare(lucid.autograd.Function):
+    """z**2 whose backward forgets the conjugate: g * 2z instead of g * conj(2z)."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return z * z
+
+    @staticmethod
+    def backward(ctx, g):
+        z, = ctx.saved_tensors
+        return g * 2.0 * z
+
+
+def _unconjugated_square(z):
+    return _UnconjugatedSquare.apply(z)
+
+
+def test_complex_check_catches_a_missing_conjugate_and_prints_the_program():
+    wrong = T.OpSpec("unconjugated", lambda z: _unconjugated_square(z), np.square,
+                     T.UNARY_SHAPES, (T.C_ANY,), 1, kind=T.ELEMENTWISE, forward_ad=False)
+    prog = _SmallGenerator(np.random.default_rng(3), [wrong, *COMPLEX_ROWS[:4]],
+                           zero_size=False).program(3, anchor=wrong)
+    report = check_complex_program(prog, forward_ad=False)
+    assert report is not None and "wrong derivative in a random complex program" in report
+    assert "_UnconjugatedSquare.apply(" in report and "complex128" in report
+    # the printed program runs (given the Function this test defines) and its check fails
+    code = report.split("\n", 1)[1].replace("print(gradcheck(", "assert not (gradcheck(")
+    exec(compile(code, "<report>", "exec"), {"_UnconjugatedSquare": _UnconjugatedSquare})
 
 
 def test_first_order_check_catches_a_wrong_gradient_and_prints_the_program():

@@ -35,6 +35,12 @@ Domains (per input):
     main diagonal of a non-square one); ``SPD``: a symmetric positive-definite matrix
     X X^T + n I. No intermediate value of a random program is trusted to be either
     (``LEAF_DOMAINS``).
+  * the complex domains (``COMPLEX_DOMAINS``): ``C_ANY``: real and imaginary parts standard
+    normal; ``C_NONZERO``: |z| in [0.5, 2] (a divisor, |z|); ``C_RIGHT``: real part in [0.5, 2]
+    (off the negative real axis, where log, sqrt, angle and pow cut); ``C_SMALL``: |z| <= 0.8
+    (inside the unit disc: asin, acos, atan and tan/tanh/sigmoid stay off their cuts and
+    poles). An input with a complex domain takes real values too (a real operand meeting a
+    complex one); the rows of tests/support/op_rows_complex_values.py have them.
 """
 from dataclasses import dataclass
 from typing import Callable
@@ -44,6 +50,8 @@ import numpy as np
 ANY, POS, NONZERO, SMALL, DISTINCT, CLAMP = "any", "positive", "nonzero", "small", "distinct", "clamp"
 WELL, SPD = "well_conditioned", "spd"
 LEAF_DOMAINS = frozenset({WELL, SPD})
+C_ANY, C_NONZERO, C_RIGHT, C_SMALL = "complex", "complex nonzero", "complex right", "complex small"
+COMPLEX_DOMAINS = frozenset({C_ANY, C_NONZERO, C_RIGHT, C_SMALL})
 LO, HI = -0.5, 0.5
 ELEMENTWISE, REDUCTION, FIXED = "elementwise", "reduction", "fixed"
 
@@ -97,7 +105,9 @@ def joined_code(spec, code):
 
 
 def sample(rng, shape, domain):
-    """Random float64 values of shape inside the domain."""
+    """Random float64 (complex128 for a complex domain) values of shape inside the domain."""
+    if domain in COMPLEX_DOMAINS:
+        return complex_sample(rng, shape, domain)
     if domain == ANY:
         return rng.standard_normal(shape)
     if domain == SMALL:
@@ -122,6 +132,20 @@ def sample(rng, shape, domain):
         return mag
     if domain == NONZERO:
         return np.where(rng.random(shape) < 0.5, -mag, mag)
+    raise ValueError(domain)
+
+
+def complex_sample(rng, shape, domain):
+    """Random complex128 values of shape inside the complex domain."""
+    if domain == C_ANY:
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    if domain == C_RIGHT:
+        return rng.uniform(0.5, 2.0, size=shape) + 1j * rng.uniform(-2.0, 2.0, size=shape)
+    phase = np.exp(1j * rng.uniform(-np.pi, np.pi, size=shape))
+    if domain == C_NONZERO:
+        return rng.uniform(0.5, 2.0, size=shape) * phase
+    if domain == C_SMALL:
+        return rng.uniform(0.0, 0.8, size=shape) * phase
     raise ValueError(domain)
 
 

@@ -29,7 +29,12 @@ try and a domain per input. From it:
     see (special values, ties, views vs copies, dtypes) and the error paths.
 Adding an op is one definition plus one row.
 
-Every input of every row is a differentiable float tensor; Python-scalar operands, conditions,
+The rows with complex inputs and outputs are a table of their own
+(tests/support/op_rows_complex_values.py, with the complex domains of op_spec): the checks
+above assume real values; theirs are gradcheck and gradgradcheck, which take complex values
+apart (tests/ops/test_gradcheck_complex_rows.py), and the random complex programs.
+
+Every input of every row here is a differentiable float tensor; Python-scalar operands, conditions,
 index arrays, masks and bounds are baked into the callables (reflected forms included). A row's
 fn is a lambda (or a one-expression def, or a lucid function) so that a random program using it
 prints as a script (tests/support/row_source.py).
@@ -49,6 +54,7 @@ from . import op_rows_shape2
 from . import op_rows_statistics
 from .op_spec import (ANY, BINARY_SHAPES, CLAMP, DISTINCT, ELEMENTWISE, FIXED, HI, LEAF_DOMAINS,  # noqa: F401
                      LO, M23, M34, NONZERO, POS, R3, REDUCTION, SMALL, SPD, UNARY_SHAPES, WELL,
+                     C_ANY, C_NONZERO, C_RIGHT, C_SMALL, COMPLEX_DOMAINS,
                      OpSpec, Rows, joined, joined_code, outputs, sample)
 
 # What the random programs keep away from, and why:
